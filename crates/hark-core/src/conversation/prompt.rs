@@ -1,0 +1,72 @@
+//! What one request carries: the provider-neutral prompt built from the context window.
+
+use serde::{Deserialize, Serialize};
+
+use super::message::ToolCall;
+
+/// The provider-neutral request content: the system text and the context messages, in order.
+/// Providers translate it to their wire formats (`provider::anthropic`, `provider::openai`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Prompt {
+    /// The system prompt with the summary and recalled memories appended (rules 6, 11, 12).
+    pub system: String,
+    /// The context messages, oldest first; never two user messages in a row.
+    pub messages: Vec<PromptMessage>,
+    /// Hark's calibrated estimate of the input tokens of this prompt.
+    pub estimated_tokens: u32,
+    /// The same estimate before calibration (what calibration learns from).
+    pub raw_tokens: u32,
+}
+
+/// One message of a [`Prompt`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum PromptMessage {
+    /// A user message.
+    User { text: String },
+    /// An assistant message, with the tool calls it made.
+    Assistant {
+        text: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCall>,
+    },
+    /// The answer to the tool call `call_id`.
+    ToolResult {
+        call_id: String,
+        name: String,
+        content: String,
+        is_error: bool,
+    },
+    /// A developer/system note placed in the conversation.
+    Note { text: String },
+}
+
+impl PromptMessage {
+    /// The message's main text.
+    pub fn text(&self) -> &str {
+        match self {
+            PromptMessage::User { text }
+            | PromptMessage::Assistant { text, .. }
+            | PromptMessage::Note { text } => text,
+            PromptMessage::ToolResult { content, .. } => content,
+        }
+    }
+}
+
+/// Joins adjacent user messages into one. An unanswered user turn (a failed request, or a
+/// reply interrupted before anything was heard) would otherwise put two user messages in a
+/// row, which Anthropic's Messages API and several OpenAI-compatible servers reject (rule 9).
+pub fn merge_adjacent_users(messages: Vec<PromptMessage>) -> Vec<PromptMessage> {
+    let mut out: Vec<PromptMessage> = Vec::with_capacity(messages.len());
+    for m in messages {
+        if let (Some(PromptMessage::User { text: prev }), PromptMessage::User { text }) =
+            (out.last_mut(), &m)
+        {
+            prev.push_str("\n\n");
+            prev.push_str(text);
+            continue;
+        }
+        out.push(m);
+    }
+    out
+}

@@ -1,0 +1,16 @@
+//! # Hark core
+//!
+//! The headless engine of the Hark voice assistant. No Tauri here: the desktop app and the
+//! `hark` CLI are thin adapters over this crate.
+//!
+//! # Layout
+//! - `conversation`: the record, the context window over it, and the history rules.
+//! - `tokens`: token counting (exact BPE for OpenAI models, calibrated estimate otherwise).
+//! - `provider`: language-model providers (Anthropic Messages, OpenAI-compatible Chat
+//!   Completions), the SSE parser and the provider-independent error taxonomy.
+//! - `store`: SQLite persistence of sessions and messages; import and export.
+//! - `secrets`: API keys in the OS keychain, with environment overrides.
+//! - `session`: running a turn end to end: record, request, stream, persist.
+
+pub mod conversation;
+pub mod tokens;
