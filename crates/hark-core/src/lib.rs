@@ -13,4 +13,5 @@
 //! - `session`: running a turn end to end: record, request, stream, persist.
 
 pub mod conversation;
+pub mod provider;
 pub mod tokens;

@@ -1,0 +1,370 @@
+//! Anthropic Messages API: `POST {base}/v1/messages` with `stream: true`.
+//!
+//! The system prompt goes in the top-level `system` field; tool results travel as
+//! `tool_result` blocks in a user message; consecutive same-role messages are merged into
+//! one message of content blocks, as the API requires alternation.
+
+use async_trait::async_trait;
+use serde_json::{json, Value};
+
+use super::http::{classify, error_fields, parse_data, EventReader, Sender};
+use super::{
+    endpoint, send_delta, ChatModel, Completion, DeltaSink, ErrorKind, ProviderConfig,
+    ProviderError,
+};
+use crate::conversation::{Prompt, PromptMessage, ToolCall};
+
+const PROVIDER: &str = "anthropic";
+/// The API version this client speaks.
+pub const API_VERSION: &str = "2023-06-01";
+
+/// A client for one Anthropic model.
+pub struct Anthropic {
+    config: ProviderConfig,
+    client: reqwest::Client,
+}
+
+impl Anthropic {
+    pub fn new(config: ProviderConfig) -> Result<Self, ProviderError> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .build()
+            .map_err(|e| ProviderError::new(PROVIDER, ErrorKind::Connectivity, e.to_string()))?;
+        Ok(Self { config, client })
+    }
+}
+
+/// The request body for a prompt.
+pub fn request_body(config: &ProviderConfig, prompt: &Prompt) -> Value {
+    let mut body = json!({
+        "model": config.model,
+        "max_tokens": config.max_tokens,
+        "messages": encode_messages(&prompt.messages),
+        "stream": true,
+    });
+    if !prompt.system.is_empty() {
+        body["system"] = json!(prompt.system);
+    }
+    if let Some(t) = config.temperature {
+        body["temperature"] = json!(t);
+    }
+    body
+}
+
+/// Encodes context messages as Anthropic messages (alternating roles, content blocks).
+pub fn encode_messages(messages: &[PromptMessage]) -> Vec<Value> {
+    let mut out: Vec<(String, Vec<Value>)> = Vec::new();
+    for m in messages {
+        let (role, blocks) = match m {
+            PromptMessage::User { text } => ("user", vec![json!({"type": "text", "text": text})]),
+            PromptMessage::Note { text } => (
+                "user",
+                vec![json!({"type": "text", "text": format!("[note] {text}")})],
+            ),
+            PromptMessage::Assistant { text, tool_calls } => {
+                let mut blocks = Vec::new();
+                if !text.is_empty() {
+                    blocks.push(json!({"type": "text", "text": text}));
+                }
+                blocks.extend(tool_calls.iter().map(|c| {
+                    json!({"type": "tool_use", "id": c.id, "name": c.name, "input": arguments_object(&c.arguments)})
+                }));
+                ("assistant", blocks)
+            }
+            PromptMessage::ToolResult {
+                call_id,
+                content,
+                is_error,
+                ..
+            } => (
+                "user",
+                vec![
+                    json!({"type": "tool_result", "tool_use_id": call_id, "content": content, "is_error": is_error}),
+                ],
+            ),
+        };
+        match out.last_mut() {
+            Some((r, b)) if r == role => b.extend(blocks),
+            _ => out.push((role.to_string(), blocks)),
+        }
+    }
+    // The API wants the conversation to open with the user (an imported history may open
+    // with the assistant's greeting).
+    if out.first().is_some_and(|(r, _)| r == "assistant") {
+        out.insert(
+            0,
+            (
+                "user".to_string(),
+                vec![json!({"type": "text", "text": "(conversation resumed)"})],
+            ),
+        );
+    }
+    out.into_iter()
+        .map(|(role, blocks)| {
+            // A single text block is sent as a plain string, the API's simplest form.
+            if blocks.len() == 1 && blocks[0]["type"] == "text" {
+                json!({"role": role, "content": blocks[0]["text"]})
+            } else {
+                json!({"role": role, "content": blocks})
+            }
+        })
+        .collect()
+}
+
+/// Tool arguments are a JSON text in the record; Anthropic wants an object.
+fn arguments_object(arguments: &str) -> Value {
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(v @ Value::Object(_)) => v,
+        _ if arguments.trim().is_empty() => json!({}),
+        _ => json!({ "input": arguments }),
+    }
+}
+
+#[async_trait]
+impl ChatModel for Anthropic {
+    fn provider(&self) -> &'static str {
+        PROVIDER
+    }
+
+    fn model(&self) -> &str {
+        &self.config.model
+    }
+
+    async fn stream(
+        &self,
+        prompt: &Prompt,
+        on_delta: &DeltaSink,
+    ) -> Result<Completion, ProviderError> {
+        let Some(key) = self.config.api_key.as_deref() else {
+            return Err(ProviderError::new(
+                PROVIDER,
+                ErrorKind::Auth,
+                "no API key: set ANTHROPIC_API_KEY or store one with `hark keys set anthropic`",
+            ));
+        };
+        let url = endpoint(&self.config.base_url, "v1/messages");
+        let body = request_body(&self.config, prompt);
+        let sender = Sender {
+            provider: PROVIDER,
+            retry: self.config.retry,
+        };
+        let resp = sender
+            .send(|| {
+                self.client
+                    .post(&url)
+                    .header("x-api-key", key)
+                    .header("anthropic-version", API_VERSION)
+                    .header("accept", "text/event-stream")
+                    .json(&body)
+            })
+            .await?;
+        read_stream(
+            EventReader::new(resp, self.config.idle_timeout, PROVIDER),
+            on_delta,
+        )
+        .await
+    }
+}
+
+/// Tool-use blocks being streamed, by content-block index.
+struct PendingTool {
+    index: u64,
+    call: ToolCall,
+}
+
+async fn read_stream(
+    mut events: EventReader,
+    on_delta: &DeltaSink,
+) -> Result<Completion, ProviderError> {
+    let mut done = Completion::default();
+    let mut tools: Vec<PendingTool> = Vec::new();
+    let mut stopped = false;
+    while let Some(ev) = events.next().await? {
+        let name = ev.event.clone().unwrap_or_default();
+        if name == "ping" {
+            continue;
+        }
+        let data = parse_data(PROVIDER, &ev)?;
+        let kind = data["type"].as_str().unwrap_or(name.as_str()).to_string();
+        match kind.as_str() {
+            "message_start" => {
+                let m = &data["message"];
+                done.model = m["model"].as_str().map(str::to_string);
+                let u = &m["usage"];
+                // Cached prompt tokens are input tokens too.
+                let input = [
+                    "input_tokens",
+                    "cache_creation_input_tokens",
+                    "cache_read_input_tokens",
+                ]
+                .iter()
+                .filter_map(|k| u[*k].as_u64())
+                .sum::<u64>();
+                if u["input_tokens"].is_u64() {
+                    done.usage.input_tokens = Some(input as u32);
+                }
+                done.usage.output_tokens = u["output_tokens"].as_u64().map(|n| n as u32);
+            }
+            "content_block_start" => {
+                let b = &data["content_block"];
+                if b["type"] == "tool_use" {
+                    tools.push(PendingTool {
+                        index: data["index"].as_u64().unwrap_or(0),
+                        call: ToolCall {
+                            id: b["id"].as_str().unwrap_or_default().to_string(),
+                            name: b["name"].as_str().unwrap_or_default().to_string(),
+                            arguments: String::new(),
+                            client_side: true,
+                        },
+                    });
+                } else if let Some(t) = b["text"].as_str().filter(|t| !t.is_empty()) {
+                    done.text.push_str(t);
+                    send_delta(on_delta, t);
+                }
+            }
+            "content_block_delta" => {
+                let d = &data["delta"];
+                match d["type"].as_str() {
+                    Some("text_delta") => {
+                        let t = d["text"]
+                            .as_str()
+                            .ok_or_else(|| invalid("text_delta without text"))?;
+                        done.text.push_str(t);
+                        send_delta(on_delta, t);
+                    }
+                    Some("input_json_delta") => {
+                        let index = data["index"].as_u64().unwrap_or(0);
+                        if let Some(p) = tools.iter_mut().find(|p| p.index == index) {
+                            p.call
+                                .arguments
+                                .push_str(d["partial_json"].as_str().unwrap_or_default());
+                        }
+                    }
+                    _ => {} // thinking, citations and future delta types are not spoken
+                }
+            }
+            "message_delta" => {
+                if let Some(r) = data["delta"]["stop_reason"].as_str() {
+                    done.stop_reason = Some(r.to_string());
+                }
+                if let Some(n) = data["usage"]["output_tokens"].as_u64() {
+                    done.usage.output_tokens = Some(n as u32);
+                }
+                if let Some(n) = data["usage"]["input_tokens"].as_u64() {
+                    done.usage.input_tokens = Some(n as u32);
+                }
+            }
+            "message_stop" => {
+                stopped = true;
+                break;
+            }
+            "error" => {
+                let (etype, code, message) = error_fields(&data);
+                // A mid-stream error has no HTTP status of its own; overloaded/api errors
+                // are server trouble.
+                let status = match etype.as_deref() {
+                    Some("overloaded_error") => 529,
+                    Some("rate_limit_error") => 429,
+                    Some("authentication_error") => 401,
+                    Some("invalid_request_error") => 400,
+                    _ => 500,
+                };
+                let mut e = ProviderError::new(
+                    PROVIDER,
+                    classify(status, etype.as_deref(), code.as_deref()),
+                    message.unwrap_or_else(|| "error event without a message".to_string()),
+                );
+                e.status = Some(status);
+                return Err(e);
+            }
+            _ => {} // content_block_stop and unknown events (the API may add new ones)
+        }
+    }
+    if !stopped {
+        return Err(ProviderError::new(
+            PROVIDER,
+            ErrorKind::Connectivity,
+            "the stream ended before message_stop: the reply is incomplete",
+        ));
+    }
+    for p in tools.iter_mut() {
+        if p.call.arguments.is_empty() {
+            p.call.arguments = "{}".to_string();
+        }
+    }
+    done.tool_calls = tools.into_iter().map(|p| p.call).collect();
+    Ok(done)
+}
+
+fn invalid(what: &str) -> ProviderError {
+    ProviderError::new(PROVIDER, ErrorKind::InvalidResponse, what.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encodes_alternating_roles_tool_blocks_and_top_level_system() {
+        let prompt = Prompt {
+            system: "Be brief.".into(),
+            messages: vec![
+                PromptMessage::User {
+                    text: "weather?".into(),
+                },
+                PromptMessage::Assistant {
+                    text: "Checking.".into(),
+                    tool_calls: vec![ToolCall {
+                        id: "toolu_1".into(),
+                        name: "get_weather".into(),
+                        arguments: r#"{"location":"Paris"}"#.into(),
+                        client_side: true,
+                    }],
+                },
+                PromptMessage::ToolResult {
+                    call_id: "toolu_1".into(),
+                    name: "get_weather".into(),
+                    content: "sunny".into(),
+                    is_error: false,
+                },
+                PromptMessage::Note {
+                    text: "late".into(),
+                },
+            ],
+            ..Default::default()
+        };
+        let mut cfg = ProviderConfig::new(super::super::ProviderKind::Anthropic);
+        cfg.model = "claude-haiku-4-5".into();
+        let body = request_body(&cfg, &prompt);
+        assert_eq!(
+            body,
+            json!({
+                "model": "claude-haiku-4-5",
+                "max_tokens": 1024,
+                "stream": true,
+                "system": "Be brief.",
+                "messages": [
+                    {"role": "user", "content": "weather?"},
+                    {"role": "assistant", "content": [
+                        {"type": "text", "text": "Checking."},
+                        {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"location": "Paris"}}
+                    ]},
+                    {"role": "user", "content": [
+                        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny", "is_error": false},
+                        {"type": "text", "text": "[note] late"}
+                    ]}
+                ]
+            })
+        );
+    }
+
+    #[test]
+    fn a_history_opening_with_the_assistant_gets_a_user_turn_first() {
+        let m = encode_messages(&[PromptMessage::Assistant {
+            text: "Hi, how can I help?".into(),
+            tool_calls: vec![],
+        }]);
+        assert_eq!(m[0]["role"], "user");
+        assert_eq!(m[1]["role"], "assistant");
+    }
+}

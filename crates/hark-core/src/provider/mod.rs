@@ -1,0 +1,317 @@
+//! Language-model providers behind one capability trait, [`ChatModel`].
+//!
+//! # Layout
+//! - `sse`: the server-sent-events parser both providers stream through.
+//! - `http`: sending with retries (429/5xx only), reading a streamed body with an idle timeout.
+//! - `anthropic`: Anthropic Messages (`/v1/messages`, top-level `system`, SSE events).
+//! - `openai`: OpenAI-compatible Chat Completions (OpenAI, Ollama, llama.cpp server, Groq, ...).
+//! - this file: configuration, the provider-independent error taxonomy, the trait.
+
+pub mod anthropic;
+mod http;
+pub mod openai;
+pub mod sse;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::conversation::{Prompt, ToolCall};
+
+/// Which wire format a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    Anthropic,
+    #[serde(rename = "openai")]
+    OpenAi,
+}
+
+impl ProviderKind {
+    /// The name used in settings, the keychain and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::OpenAi => "openai",
+        }
+    }
+
+    /// The public endpoint, used when no base URL is configured.
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            ProviderKind::Anthropic => "https://api.anthropic.com",
+            ProviderKind::OpenAi => "https://api.openai.com/v1",
+        }
+    }
+
+    /// The environment variable that overrides the base URL (development, proxies, tests).
+    pub fn base_url_env(self) -> &'static str {
+        match self {
+            ProviderKind::Anthropic => "HARK_ANTHROPIC_BASE_URL",
+            ProviderKind::OpenAi => "HARK_OPENAI_BASE_URL",
+        }
+    }
+
+    /// A sensible default model.
+    pub fn default_model(self) -> &'static str {
+        match self {
+            ProviderKind::Anthropic => "claude-haiku-4-5",
+            ProviderKind::OpenAi => "gpt-4o-mini",
+        }
+    }
+}
+
+impl std::str::FromStr for ProviderKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "anthropic" | "claude" => Ok(ProviderKind::Anthropic),
+            "openai" | "openai-compatible" => Ok(ProviderKind::OpenAi),
+            other => Err(format!(
+                "unknown LLM provider {other:?}: use anthropic or openai"
+            )),
+        }
+    }
+}
+
+/// When and how often a failed request is retried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt (0 = none).
+    pub max_retries: u32,
+    /// First backoff; doubled each retry, with jitter.
+    pub base_delay: Duration,
+    /// Upper bound of one wait, also for a server's `retry-after`.
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_retries: 3,
+            base_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(20),
+        }
+    }
+}
+
+/// Everything needed to talk to one model.
+#[derive(Clone)]
+pub struct ProviderConfig {
+    pub kind: ProviderKind,
+    /// Endpoint root, e.g. `https://api.anthropic.com` or `http://127.0.0.1:11434/v1`.
+    pub base_url: String,
+    pub model: String,
+    /// `None` for local servers that need no key.
+    pub api_key: Option<String>,
+    /// The reply budget (`max_tokens`).
+    pub max_tokens: u32,
+    pub temperature: Option<f32>,
+    /// Connecting and waiting for response headers.
+    pub connect_timeout: Duration,
+    /// Longest silence allowed between two chunks of a streamed reply.
+    pub idle_timeout: Duration,
+    pub retry: RetryPolicy,
+}
+
+impl std::fmt::Debug for ProviderConfig {
+    // Hand-written so that a key can never reach a log through `{:?}`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderConfig")
+            .field("kind", &self.kind)
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("max_tokens", &self.max_tokens)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ProviderConfig {
+    /// Defaults for a provider: public endpoint (or the `HARK_*_BASE_URL` override), default
+    /// model, 1,024-token replies, 30 s to connect, 60 s of allowed silence mid-stream.
+    pub fn new(kind: ProviderKind) -> Self {
+        let base_url = std::env::var(kind.base_url_env())
+            .ok()
+            .filter(|s| !s.trim().is_empty())
+            .unwrap_or_else(|| kind.default_base_url().to_string());
+        Self {
+            kind,
+            base_url,
+            model: kind.default_model().to_string(),
+            api_key: None,
+            max_tokens: 1024,
+            temperature: None,
+            connect_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(60),
+            retry: RetryPolicy::default(),
+        }
+    }
+
+    /// Whether the base URL is the provider's public endpoint (which always needs a key).
+    pub fn is_public_endpoint(&self) -> bool {
+        self.base_url.trim_end_matches('/') == self.kind.default_base_url()
+    }
+
+    /// Builds the model client for this configuration.
+    pub fn build(self) -> Result<Box<dyn ChatModel>, ProviderError> {
+        Ok(match self.kind {
+            ProviderKind::Anthropic => Box::new(anthropic::Anthropic::new(self)?),
+            ProviderKind::OpenAi => Box::new(openai::OpenAi::new(self)?),
+        })
+    }
+}
+
+/// What went wrong, independent of the provider; the UI and retries branch on this, never
+/// on message text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// Missing, wrong or revoked key (401/403).
+    Auth,
+    /// Too many requests for now (429); retried with backoff.
+    RateLimit,
+    /// Out of credit or over the plan's quota; retrying will not help.
+    Quota,
+    /// The server could not be reached, timed out, or the connection dropped mid-reply.
+    Connectivity,
+    /// The provider failed (5xx, overloaded); retried with backoff.
+    Server,
+    /// The provider answered something that is not its documented format.
+    InvalidResponse,
+    /// The provider rejected the request (unknown model, bad parameter, too long).
+    InvalidRequest,
+    /// The turn was cancelled (barge-in or the user stopped it).
+    Cancelled,
+}
+
+impl ErrorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Auth => "auth",
+            ErrorKind::RateLimit => "rate_limit",
+            ErrorKind::Quota => "quota",
+            ErrorKind::Connectivity => "connectivity",
+            ErrorKind::Server => "server",
+            ErrorKind::InvalidResponse => "invalid_response",
+            ErrorKind::InvalidRequest => "invalid_request",
+            ErrorKind::Cancelled => "cancelled",
+        }
+    }
+
+    /// What the user can do about it.
+    pub fn next_step(self) -> &'static str {
+        match self {
+            ErrorKind::Auth => {
+                "check the API key (hark keys set <provider>) or the environment variable"
+            }
+            ErrorKind::RateLimit => "wait a moment and try again",
+            ErrorKind::Quota => "add credit or raise the plan's limit with the provider",
+            ErrorKind::Connectivity => "check the network connection and the provider's base URL",
+            ErrorKind::Server => "the provider is having trouble; try again shortly",
+            ErrorKind::InvalidResponse => {
+                "the endpoint may not be the provider it is configured as; check the base URL"
+            }
+            ErrorKind::InvalidRequest => "check the model name and settings",
+            ErrorKind::Cancelled => "nothing to do",
+        }
+    }
+
+    /// Whether a retry may succeed (HTTP 429 and 5xx only).
+    pub fn is_retryable(self) -> bool {
+        matches!(self, ErrorKind::RateLimit | ErrorKind::Server)
+    }
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A classified provider failure.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{provider}: {kind}: {message}")]
+pub struct ProviderError {
+    pub kind: ErrorKind,
+    /// Which provider failed ("anthropic", "openai").
+    pub provider: &'static str,
+    /// The provider's own message, or ours; never contains a key.
+    pub message: String,
+    /// The HTTP status, when there was one.
+    pub status: Option<u16>,
+    /// The server's `retry-after`, when it sent one.
+    pub retry_after: Option<Duration>,
+}
+
+impl ProviderError {
+    pub fn new(provider: &'static str, kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            provider,
+            message: message.into(),
+            status: None,
+            retry_after: None,
+        }
+    }
+}
+
+/// Token counts the provider reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ReportedUsage {
+    pub input_tokens: Option<u32>,
+    pub output_tokens: Option<u32>,
+}
+
+/// A finished model response.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Completion {
+    /// The whole text (also delivered piecewise to `on_delta`).
+    pub text: String,
+    /// Tool calls the model made, arguments complete.
+    pub tool_calls: Vec<ToolCall>,
+    pub usage: ReportedUsage,
+    /// The provider's stop reason (`end_turn`, `stop`, `max_tokens`, `tool_use`, ...).
+    pub stop_reason: Option<String>,
+    /// The model that answered, as the provider names it.
+    pub model: Option<String>,
+}
+
+/// A language model that streams a reply to a prompt.
+#[async_trait]
+pub trait ChatModel: Send + Sync {
+    /// Provider name ("anthropic", "openai").
+    fn provider(&self) -> &'static str;
+
+    /// The configured model name.
+    fn model(&self) -> &str;
+
+    /// Streams one reply. Text arrives through `on_delta` as it is generated; the returned
+    /// [`Completion`] repeats it whole. Cancel by dropping the future: the connection closes.
+    /// A channel rather than a callback, so the caller's task owns what happens to each delta.
+    async fn stream(
+        &self,
+        prompt: &Prompt,
+        on_delta: &DeltaSink,
+    ) -> Result<Completion, ProviderError>;
+}
+
+/// Where a streaming reply's text deltas go, in order.
+pub type DeltaSink = tokio::sync::mpsc::UnboundedSender<String>;
+
+/// Forwards one delta; a receiver that went away (the turn was abandoned) is not an error
+/// of the provider, so the send result is ignored on purpose.
+fn send_delta(sink: &DeltaSink, text: &str) {
+    let _ = sink.send(text.to_string());
+}
+
+/// Joins a base URL and a path without doubling or losing the slash.
+fn endpoint(base: &str, path: &str) -> String {
+    format!(
+        "{}/{}",
+        base.trim_end_matches('/'),
+        path.trim_start_matches('/')
+    )
+}
