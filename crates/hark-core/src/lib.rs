@@ -14,4 +14,5 @@
 
 pub mod conversation;
 pub mod provider;
+pub mod store;
 pub mod tokens;

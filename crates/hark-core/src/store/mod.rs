@@ -1,0 +1,511 @@
+//! Persistence: one SQLite file (WAL) holding sessions, messages and summaries.
+//!
+//! # Layout
+//! - this file: [`Store`], schema and migrations, session and message reads and writes.
+//! - `export`: the versioned JSON export of a whole record, and Markdown.
+//! - `import`: Hark exports, Deepgram `agent.context.messages`, OpenAI/Anthropic arrays.
+//!
+//! Each message is written in its own transaction the moment it is final, so a crash
+//! (even `kill -9`) loses at most the reply that was still streaming.
+
+pub mod export;
+pub mod import;
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use chrono::{DateTime, Utc};
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::{Deserialize, Serialize};
+
+use crate::conversation::{Conversation, HistorySettings, Message};
+
+/// The schema version this build writes (`PRAGMA user_version`).
+pub const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS sessions (
+    id            TEXT PRIMARY KEY,
+    title         TEXT,
+    created_at    TEXT NOT NULL,
+    updated_at    TEXT NOT NULL,
+    system_prompt TEXT NOT NULL DEFAULT '',
+    settings      TEXT NOT NULL DEFAULT '{}',
+    provider      TEXT,
+    model         TEXT
+);
+CREATE TABLE IF NOT EXISTS messages (
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    seq        INTEGER NOT NULL,
+    id         TEXT NOT NULL,
+    kind       TEXT NOT NULL,
+    text       TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    body       TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq),
+    UNIQUE (session_id, id)
+);
+CREATE TABLE IF NOT EXISTS summaries (
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    version    INTEGER NOT NULL,
+    text       TEXT NOT NULL,
+    through_seq INTEGER NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (session_id, version)
+);
+";
+
+/// Storage failures, each naming what could not be done.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    #[error("cannot open the database {path}: {source}")]
+    Open {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error("the database {path} was written by a newer Hark (schema {found}, this build knows {supported})")]
+    TooNew {
+        path: PathBuf,
+        found: i64,
+        supported: i64,
+    },
+    #[error("no session {0:?}")]
+    NoSession(String),
+    #[error("session id {0:?} matches several sessions; give more characters")]
+    AmbiguousSession(String),
+    #[error("the stored message {seq} of session {session} is unreadable: {source}")]
+    Corrupt {
+        session: String,
+        seq: i64,
+        source: serde_json::Error,
+    },
+    #[error("database error: {0}")]
+    Sql(#[from] rusqlite::Error),
+}
+
+/// A session's metadata, as stored and exported.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionMeta {
+    pub id: String,
+    /// The first thing the user said, shortened; `None` until then.
+    pub title: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub system_prompt: String,
+    pub settings: HistorySettings,
+    pub provider: Option<String>,
+    pub model: Option<String>,
+}
+
+impl SessionMeta {
+    pub fn new(
+        id: impl Into<String>,
+        system_prompt: impl Into<String>,
+        settings: HistorySettings,
+    ) -> Self {
+        let now = Utc::now();
+        Self {
+            id: id.into(),
+            title: None,
+            created_at: now,
+            updated_at: now,
+            system_prompt: system_prompt.into(),
+            settings,
+            provider: None,
+            model: None,
+        }
+    }
+}
+
+/// The running summary of a session (rule 11).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub text: String,
+    /// Record index of the last message the summary covers.
+    pub through_seq: i64,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A session with its whole record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredSession {
+    pub meta: SessionMeta,
+    pub summary: Option<Summary>,
+    pub messages: Vec<Message>,
+}
+
+impl StoredSession {
+    /// The conversation engine over this record, for `model`.
+    pub fn conversation(&self, model: &str) -> Conversation {
+        let mut c = Conversation::from_record(
+            self.meta.id.clone(),
+            model,
+            self.meta.system_prompt.clone(),
+            self.meta.settings,
+            self.messages.clone(),
+        );
+        if let Some(s) = &self.summary {
+            c.set_summary(Some(s.text.clone()));
+        }
+        c
+    }
+}
+
+/// One row of the session list.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionInfo {
+    pub id: String,
+    pub title: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub messages: i64,
+    pub model: Option<String>,
+}
+
+/// The SQLite store. One connection behind a std `Mutex`: every call is a short synchronous
+/// statement or transaction and nothing awaits while the lock is held.
+pub struct Store {
+    conn: Mutex<Connection>,
+    path: PathBuf,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path`, in WAL mode.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let conn = Connection::open(&path).map_err(|source| StoreError::Open {
+            path: path.clone(),
+            source,
+        })?;
+        Self::init(conn, path)
+    }
+
+    /// A private in-memory database (tests, benchmarks).
+    pub fn open_in_memory() -> Result<Self, StoreError> {
+        Self::init(Connection::open_in_memory()?, PathBuf::from(":memory:"))
+    }
+
+    fn init(conn: Connection, path: PathBuf) -> Result<Self, StoreError> {
+        let open_err = |source| StoreError::Open {
+            path: path.clone(),
+            source,
+        };
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(open_err)?;
+        // WAL: readers never block the writer; `synchronous=NORMAL` in WAL mode is durable
+        // against process crashes (a commit is in the WAL file before `COMMIT` returns).
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(open_err)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(open_err)?;
+        conn.pragma_update(None, "foreign_keys", "ON")
+            .map_err(open_err)?;
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(open_err)?;
+        if version > SCHEMA_VERSION {
+            return Err(StoreError::TooNew {
+                path,
+                found: version,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        conn.execute_batch(SCHEMA).map_err(open_err)?;
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION)
+            .map_err(open_err)?;
+        Ok(Self {
+            conn: Mutex::new(conn),
+            path,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Connection> {
+        // A panic while holding the lock cannot leave SQLite half-written (transactions roll
+        // back on drop), so a poisoned lock is still safe to use.
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Creates a session row.
+    pub fn create_session(&self, meta: &SessionMeta) -> Result<(), StoreError> {
+        insert_session(&self.lock(), meta)?;
+        Ok(())
+    }
+
+    /// Writes the session's settings, system prompt, model and title.
+    pub fn update_session(&self, meta: &SessionMeta) -> Result<(), StoreError> {
+        let n = self.lock().execute(
+            "UPDATE sessions SET title=?2, updated_at=?3, system_prompt=?4, settings=?5, provider=?6, model=?7 WHERE id=?1",
+            params![
+                meta.id,
+                meta.title,
+                meta.updated_at.to_rfc3339(),
+                meta.system_prompt,
+                serde_json::to_string(&meta.settings).unwrap_or_default(),
+                meta.provider,
+                meta.model
+            ],
+        )?;
+        if n == 0 {
+            return Err(StoreError::NoSession(meta.id.clone()));
+        }
+        Ok(())
+    }
+
+    /// Commits one message at its record index (insert, or update in place for tool results
+    /// and heard text). Also stamps the session as updated and titles it on the first user
+    /// message.
+    pub fn save_message(
+        &self,
+        session_id: &str,
+        seq: usize,
+        message: &Message,
+    ) -> Result<(), StoreError> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        upsert_message(&tx, session_id, seq, message)?;
+        let n = tx.execute(
+            "UPDATE sessions SET updated_at=?2, title=COALESCE(title, ?3) WHERE id=?1",
+            params![
+                session_id,
+                Utc::now().to_rfc3339(),
+                message.is_user().then(|| title_of(message.text()))
+            ],
+        )?;
+        if n == 0 {
+            return Err(StoreError::NoSession(session_id.to_string()));
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Appends a new version of the running summary.
+    pub fn save_summary(&self, session_id: &str, summary: &Summary) -> Result<(), StoreError> {
+        self.lock().execute(
+            "INSERT INTO summaries (session_id, version, text, through_seq, created_at)
+             VALUES (?1, (SELECT COALESCE(MAX(version), 0) + 1 FROM summaries WHERE session_id=?1), ?2, ?3, ?4)",
+            params![session_id, summary.text, summary.through_seq, summary.created_at.to_rfc3339()],
+        )?;
+        Ok(())
+    }
+
+    /// Sessions, most recently used first.
+    pub fn list_sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare(
+            "SELECT s.id, s.title, s.created_at, s.updated_at, s.model,
+                    (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id)
+             FROM sessions s ORDER BY s.updated_at DESC, s.id DESC",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok(SessionInfo {
+                id: r.get(0)?,
+                title: r.get(1)?,
+                created_at: parse_time(&r.get::<_, String>(2)?),
+                updated_at: parse_time(&r.get::<_, String>(3)?),
+                model: r.get(4)?,
+                messages: r.get(5)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Finds a session by its id or a unique prefix of it (ids are long to type).
+    pub fn resolve_session(&self, id_or_prefix: &str) -> Result<String, StoreError> {
+        let conn = self.lock();
+        let mut stmt = conn
+            .prepare("SELECT id FROM sessions WHERE id = ?1 OR id LIKE ?2 ESCAPE '\\' LIMIT 2")?;
+        let like = format!(
+            "{}%",
+            id_or_prefix
+                .replace('\\', "\\\\")
+                .replace('%', "\\%")
+                .replace('_', "\\_")
+        );
+        let ids: Vec<String> = stmt
+            .query_map(params![id_or_prefix, like], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        if ids.iter().any(|i| i == id_or_prefix) {
+            return Ok(id_or_prefix.to_string());
+        }
+        match ids.len() {
+            0 => Err(StoreError::NoSession(id_or_prefix.to_string())),
+            1 => Ok(ids.into_iter().next().unwrap_or_default()),
+            _ => Err(StoreError::AmbiguousSession(id_or_prefix.to_string())),
+        }
+    }
+
+    /// Loads a session with its whole record.
+    pub fn load_session(&self, id: &str) -> Result<StoredSession, StoreError> {
+        let conn = self.lock();
+        let meta = conn
+            .query_row(
+                "SELECT id, title, created_at, updated_at, system_prompt, settings, provider, model FROM sessions WHERE id=?1",
+                params![id],
+                |r| {
+                    Ok(SessionMeta {
+                        id: r.get(0)?,
+                        title: r.get(1)?,
+                        created_at: parse_time(&r.get::<_, String>(2)?),
+                        updated_at: parse_time(&r.get::<_, String>(3)?),
+                        system_prompt: r.get(4)?,
+                        settings: serde_json::from_str(&r.get::<_, String>(5)?).unwrap_or_default(),
+                        provider: r.get(6)?,
+                        model: r.get(7)?,
+                    })
+                },
+            )
+            .optional()?
+            .ok_or_else(|| StoreError::NoSession(id.to_string()))?;
+        let mut stmt =
+            conn.prepare("SELECT seq, body FROM messages WHERE session_id=?1 ORDER BY seq")?;
+        let rows = stmt.query_map(params![id], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+        })?;
+        let mut messages = Vec::new();
+        for row in rows {
+            let (seq, body) = row?;
+            let m = serde_json::from_str(&body).map_err(|source| StoreError::Corrupt {
+                session: id.to_string(),
+                seq,
+                source,
+            })?;
+            messages.push(m);
+        }
+        let summary = conn
+            .query_row(
+                "SELECT text, through_seq, created_at FROM summaries WHERE session_id=?1 ORDER BY version DESC LIMIT 1",
+                params![id],
+                |r| Ok(Summary { text: r.get(0)?, through_seq: r.get(1)?, created_at: parse_time(&r.get::<_, String>(2)?) }),
+            )
+            .optional()?;
+        Ok(StoredSession {
+            meta,
+            summary,
+            messages,
+        })
+    }
+
+    /// Deletes a session and everything in it.
+    pub fn delete_session(&self, id: &str) -> Result<(), StoreError> {
+        if self
+            .lock()
+            .execute("DELETE FROM sessions WHERE id=?1", params![id])?
+            == 0
+        {
+            return Err(StoreError::NoSession(id.to_string()));
+        }
+        Ok(())
+    }
+
+    /// Writes a whole session (an import) in one transaction: all of it or nothing.
+    pub fn insert_session(&self, session: &StoredSession) -> Result<(), StoreError> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        insert_session(&tx, &session.meta)?;
+        {
+            let mut stmt = tx.prepare_cached(INSERT_MESSAGE)?;
+            for (seq, m) in session.messages.iter().enumerate() {
+                stmt.execute(message_params(&session.meta.id, seq, m)?)?;
+            }
+        }
+        if let Some(s) = &session.summary {
+            tx.execute(
+                "INSERT INTO summaries (session_id, version, text, through_seq, created_at) VALUES (?1, 1, ?2, ?3, ?4)",
+                params![session.meta.id, s.text, s.through_seq, s.created_at.to_rfc3339()],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+}
+
+const INSERT_MESSAGE: &str = "INSERT INTO messages (session_id, seq, id, kind, text, created_at, body)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+     ON CONFLICT(session_id, seq) DO UPDATE SET id=excluded.id, kind=excluded.kind, text=excluded.text, body=excluded.body";
+
+type MessageRow<'a> = (&'a str, i64, &'a str, &'static str, &'a str, String, String);
+
+fn message_params<'a>(
+    session_id: &'a str,
+    seq: usize,
+    m: &'a Message,
+) -> Result<MessageRow<'a>, StoreError> {
+    // Serialising our own types cannot fail (string keys only); map it anyway, no panic.
+    let body = serde_json::to_string(m).map_err(|source| StoreError::Corrupt {
+        session: session_id.to_string(),
+        seq: seq as i64,
+        source,
+    })?;
+    Ok((
+        session_id,
+        seq as i64,
+        &m.id,
+        m.kind_name(),
+        m.text(),
+        m.created_at.to_rfc3339(),
+        body,
+    ))
+}
+
+fn upsert_message(
+    conn: &Connection,
+    session_id: &str,
+    seq: usize,
+    m: &Message,
+) -> Result<(), StoreError> {
+    conn.prepare_cached(INSERT_MESSAGE)?
+        .execute(message_params(session_id, seq, m)?)?;
+    Ok(())
+}
+
+fn insert_session(conn: &Connection, meta: &SessionMeta) -> Result<(), StoreError> {
+    conn.execute(
+        "INSERT INTO sessions (id, title, created_at, updated_at, system_prompt, settings, provider, model)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        params![
+            meta.id,
+            meta.title,
+            meta.created_at.to_rfc3339(),
+            meta.updated_at.to_rfc3339(),
+            meta.system_prompt,
+            serde_json::to_string(&meta.settings).unwrap_or_default(),
+            meta.provider,
+            meta.model
+        ],
+    )?;
+    Ok(())
+}
+
+/// A session title from the first user message: one line, at most 60 characters.
+pub fn title_of(text: &str) -> String {
+    let line = text.lines().next().unwrap_or_default().trim();
+    if line.chars().count() <= 60 {
+        line.to_string()
+    } else {
+        format!("{}…", line.chars().take(59).collect::<String>())
+    }
+}
+
+fn parse_time(s: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(s)
+        .map(|t| t.with_timezone(&Utc))
+        .unwrap_or_default()
+}
+
+/// The default database path: `<data dir>/hark/hark.db` (e.g. `~/.local/share/hark/hark.db`).
+pub fn default_db_path() -> PathBuf {
+    directories::ProjectDirs::from("app", "hark", "hark")
+        .map(|d| d.data_dir().join("hark.db"))
+        .unwrap_or_else(|| PathBuf::from("hark.db"))
+}
+
+#[cfg(test)]
+mod tests;
