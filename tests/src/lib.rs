@@ -1,1 +1,634 @@
-pub fn x() {}
+//! # Loopback provider servers for Hark's tests
+//!
+//! # Layout
+//! - [`FakeLlm`]: an HTTP/1.1 server on `127.0.0.1:0` that speaks the Anthropic Messages or
+//!   OpenAI Chat Completions wire format byte for byte (SSE framing, chunked transfer,
+//!   usage events, error bodies and status codes), validates requests the way the real APIs
+//!   do (key, version header, role alternation), records every request, and answers like a
+//!   tiny model with a memory: "My name is Sam" ... "What's my name?" → "Your name is Sam."
+//!   only if the earlier turn was actually sent.
+//! - [`Behaviour`]: scripted failures for the next requests (status errors, cuts, stalls).
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Which provider the server imitates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    Anthropic,
+    OpenAi,
+}
+
+/// What the server does with one request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Behaviour {
+    /// Answer like the memory model (the default when nothing is queued).
+    Answer,
+    /// Stream this exact text.
+    Text(String),
+    /// Answer with an HTTP error status and the provider's error body.
+    Status {
+        status: u16,
+        error_type: String,
+        message: String,
+        retry_after: Option<String>,
+    },
+    /// Stream `n` deltas of the answer, then drop the connection mid-body.
+    CutAfter(usize),
+    /// Stream `n` deltas, then go silent (the connection stays open) for this long.
+    StallAfter(usize, Duration),
+    /// Stream `n` deltas, then the provider's in-stream error event (overloaded).
+    ErrorEventAfter(usize),
+    /// A 200 whose event data is not JSON.
+    Garbage,
+}
+
+/// One request as received.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub method: String,
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+}
+
+impl Recorded {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The conversation messages as (role, text) pairs, system excluded, for either flavor.
+    pub fn messages(&self) -> Vec<(String, String)> {
+        self.body["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|m| m["role"] != "system")
+            .map(|m| {
+                (
+                    m["role"].as_str().unwrap_or_default().to_string(),
+                    text_of(&m["content"]),
+                )
+            })
+            .collect()
+    }
+
+    /// The system prompt, for either flavor.
+    pub fn system(&self) -> Option<String> {
+        if let Some(s) = self.body.get("system") {
+            return Some(text_of(s));
+        }
+        self.body["messages"]
+            .as_array()
+            .and_then(|a| a.iter().find(|m| m["role"] == "system"))
+            .map(|m| text_of(&m["content"]))
+    }
+}
+
+fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str().or(b["content"].as_str()))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+struct Shared {
+    flavor: Flavor,
+    key: Option<String>,
+    script: Mutex<VecDeque<Behaviour>>,
+    requests: Mutex<Vec<Recorded>>,
+    /// Delay between streamed chunks.
+    chunk_delay: Mutex<Duration>,
+}
+
+/// A loopback LLM server. It runs on its own thread and runtime so that both async tests and
+/// tests that spawn the `hark` binary can use it; it stops when the test process ends.
+pub struct FakeLlm {
+    port: u16,
+    shared: Arc<Shared>,
+}
+
+impl FakeLlm {
+    /// An Anthropic Messages server that accepts exactly `key` in `x-api-key`.
+    pub fn anthropic(key: &str) -> Self {
+        Self::start(Flavor::Anthropic, Some(key.to_string()))
+    }
+
+    /// An OpenAI-compatible server; `Some(key)` requires `Authorization: Bearer key`.
+    pub fn openai(key: Option<&str>) -> Self {
+        Self::start(Flavor::OpenAi, key.map(str::to_string))
+    }
+
+    fn start(flavor: Flavor, key: Option<String>) -> Self {
+        let shared = Arc::new(Shared {
+            flavor,
+            key,
+            script: Mutex::new(VecDeque::new()),
+            requests: Mutex::new(Vec::new()),
+            chunk_delay: Mutex::new(Duration::from_millis(1)),
+        });
+        let (tx, rx) = std::sync::mpsc::channel();
+        let s = shared.clone();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("test runtime");
+            rt.block_on(async move {
+                let listener = TcpListener::bind("127.0.0.1:0")
+                    .await
+                    .expect("bind loopback");
+                tx.send(listener.local_addr().expect("addr").port())
+                    .expect("report port");
+                loop {
+                    let Ok((sock, _)) = listener.accept().await else {
+                        continue;
+                    };
+                    tokio::spawn(handle(sock, s.clone()));
+                }
+            });
+        });
+        let port = rx.recv().expect("server started");
+        Self { port, shared }
+    }
+
+    /// The base URL to configure: `http://127.0.0.1:PORT` (Anthropic) or `.../v1` (OpenAI).
+    pub fn base_url(&self) -> String {
+        match self.shared.flavor {
+            Flavor::Anthropic => format!("http://127.0.0.1:{}", self.port),
+            Flavor::OpenAi => format!("http://127.0.0.1:{}/v1", self.port),
+        }
+    }
+
+    /// Queues a behaviour for the next request not yet scripted.
+    pub fn push(&self, b: Behaviour) {
+        self.shared.script.lock().expect("script").push_back(b);
+    }
+
+    /// Sets the delay between streamed chunks.
+    pub fn set_chunk_delay(&self, d: Duration) {
+        *self.shared.chunk_delay.lock().expect("delay") = d;
+    }
+
+    /// Every request received so far.
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.shared.requests.lock().expect("requests").clone()
+    }
+
+    /// The last request received.
+    pub fn last(&self) -> Recorded {
+        self.requests().pop().expect("at least one request")
+    }
+}
+
+/// The memory model: answers from the messages it was sent.
+pub fn answer(messages: &[(String, String)], system: Option<&str>) -> String {
+    let users: Vec<&str> = messages
+        .iter()
+        .filter(|(r, _)| r == "user")
+        .map(|(_, t)| t.as_str())
+        .collect();
+    let Some(last) = users.last() else {
+        return "Hello!".into();
+    };
+    let lower = last.to_lowercase();
+    let name_in = |t: &str| -> Option<String> {
+        let l = t.to_lowercase();
+        let i = l.find("my name is ")?;
+        let rest = &t[i + "my name is ".len()..];
+        let name: String = rest.chars().take_while(|c| c.is_alphanumeric()).collect();
+        (!name.is_empty()).then_some(name)
+    };
+    if lower.contains("what's my name") || lower.contains("what is my name") {
+        let earlier = users[..users.len() - 1]
+            .iter()
+            .rev()
+            .find_map(|t| name_in(t))
+            .or_else(|| system.and_then(name_in));
+        return match earlier {
+            Some(n) => format!("Your name is {n}."),
+            None => "I don't know your name yet.".into(),
+        };
+    }
+    if let Some(n) = name_in(last) {
+        return format!("Nice to meet you, {n}!");
+    }
+    format!("You said: {last}")
+}
+
+/// Splits a reply into streaming deltas (word by word, spaces kept).
+fn deltas(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    for c in text.chars() {
+        cur.push(c);
+        if c == ' ' {
+            out.push(std::mem::take(&mut cur));
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+async fn read_request(sock: &mut TcpStream) -> Option<Recorded> {
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 8192];
+    let head_end = loop {
+        let n = sock.read(&mut tmp).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&tmp[..n]);
+        if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break p + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+    let mut lines = head.split("\r\n");
+    let mut first = lines.next()?.split(' ');
+    let method = first.next()?.to_string();
+    let path = first.next()?.to_string();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let len: usize = headers
+        .iter()
+        .find(|(k, _)| k == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    while buf.len() < head_end + len {
+        let n = sock.read(&mut tmp).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&tmp[..n]);
+    }
+    let body = serde_json::from_slice(&buf[head_end..head_end + len]).unwrap_or(Value::Null);
+    Some(Recorded {
+        method,
+        path,
+        headers,
+        body,
+    })
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        503 => "Service Unavailable",
+        529 => "Site Overloaded",
+        _ => "Error",
+    }
+}
+
+fn error_body(flavor: Flavor, error_type: &str, message: &str) -> Value {
+    match flavor {
+        Flavor::Anthropic => {
+            json!({"type": "error", "error": {"type": error_type, "message": message}})
+        }
+        Flavor::OpenAi => {
+            json!({"error": {"message": message, "type": error_type, "param": null, "code": error_type}})
+        }
+    }
+}
+
+async fn send_status(sock: &mut TcpStream, status: u16, body: &Value, retry_after: Option<&str>) {
+    let body = body.to_string();
+    let extra = retry_after
+        .map(|r| format!("retry-after: {r}\r\n"))
+        .unwrap_or_default();
+    let head = format!(
+        "HTTP/1.1 {status} {}\r\ncontent-type: application/json\r\n{extra}content-length: {}\r\nconnection: close\r\n\r\n",
+        reason(status),
+        body.len()
+    );
+    let _ = sock.write_all(head.as_bytes()).await;
+    let _ = sock.write_all(body.as_bytes()).await;
+    let _ = sock.shutdown().await;
+}
+
+/// Validates a request as the real API would; `Err((status, type, message))` when it would refuse it.
+fn validate(
+    flavor: Flavor,
+    key: Option<&str>,
+    r: &Recorded,
+) -> Result<(), (u16, &'static str, String)> {
+    let expected_path = match flavor {
+        Flavor::Anthropic => "/v1/messages",
+        Flavor::OpenAi => "/v1/chat/completions",
+    };
+    if r.method != "POST" || r.path != expected_path {
+        return Err((
+            404,
+            "not_found_error",
+            format!("no route for {} {}", r.method, r.path),
+        ));
+    }
+    match flavor {
+        Flavor::Anthropic => {
+            if r.header("x-api-key") != key {
+                return Err((401, "authentication_error", "invalid x-api-key".into()));
+            }
+            if r.header("anthropic-version").is_none() {
+                return Err((
+                    400,
+                    "invalid_request_error",
+                    "anthropic-version: header is required".into(),
+                ));
+            }
+            if !r.body["max_tokens"].is_u64() {
+                return Err((
+                    400,
+                    "invalid_request_error",
+                    "max_tokens: Field required".into(),
+                ));
+            }
+            let msgs = r.body["messages"].as_array().cloned().unwrap_or_default();
+            if msgs.first().map(|m| m["role"] != "user").unwrap_or(true) {
+                return Err((
+                    400,
+                    "invalid_request_error",
+                    "messages: first message must use the \"user\" role".into(),
+                ));
+            }
+            for w in msgs.windows(2) {
+                if w[0]["role"] == w[1]["role"] {
+                    return Err((
+                        400,
+                        "invalid_request_error",
+                        format!("messages: roles must alternate between \"user\" and \"assistant\", but found multiple {} roles in a row", w[0]["role"]),
+                    ));
+                }
+            }
+            if msgs.iter().any(|m| m["role"] == "system") {
+                return Err((
+                    400,
+                    "invalid_request_error",
+                    "messages: Unexpected role \"system\"; use the top-level system parameter"
+                        .into(),
+                ));
+            }
+        }
+        Flavor::OpenAi => {
+            if let Some(k) = key {
+                if r.header("authorization") != Some(&format!("Bearer {k}")) {
+                    return Err((401, "invalid_api_key", "Incorrect API key provided.".into()));
+                }
+            }
+            if r.body["stream_options"]["include_usage"] != true {
+                return Err((
+                    400,
+                    "invalid_request_error",
+                    "this server expects stream_options.include_usage".into(),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn handle(mut sock: TcpStream, s: Arc<Shared>) {
+    let Some(req) = read_request(&mut sock).await else {
+        return;
+    };
+    s.requests.lock().expect("requests").push(req.clone());
+    if let Err((status, etype, message)) = validate(s.flavor, s.key.as_deref(), &req) {
+        send_status(
+            &mut sock,
+            status,
+            &error_body(s.flavor, etype, &message),
+            None,
+        )
+        .await;
+        return;
+    }
+    let behaviour = s
+        .script
+        .lock()
+        .expect("script")
+        .pop_front()
+        .unwrap_or(Behaviour::Answer);
+    let msgs = req.messages();
+    let text = match &behaviour {
+        Behaviour::Text(t) => t.clone(),
+        _ => answer(&msgs, req.system().as_deref()),
+    };
+    if let Behaviour::Status {
+        status,
+        error_type,
+        message,
+        retry_after,
+    } = &behaviour
+    {
+        send_status(
+            &mut sock,
+            *status,
+            &error_body(s.flavor, error_type, message),
+            retry_after.as_deref(),
+        )
+        .await;
+        return;
+    }
+    let model = req.body["model"].as_str().unwrap_or("model").to_string();
+    let input_tokens = (req.body.to_string().len() / 4) as u64;
+    let parts = deltas(&text);
+    let output_tokens = parts.len() as u64;
+    let delay = *s.chunk_delay.lock().expect("delay");
+    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
+    if sock.write_all(head.as_bytes()).await.is_err() {
+        return;
+    }
+    let mut w = ChunkWriter {
+        sock: &mut sock,
+        delay,
+    };
+    let (stop_after, stall) = match behaviour {
+        Behaviour::CutAfter(n) => (Some(n), None),
+        Behaviour::StallAfter(n, d) => (Some(n), Some(d)),
+        Behaviour::ErrorEventAfter(n) => (Some(n), None),
+        _ => (None, None),
+    };
+    if behaviour == Behaviour::Garbage {
+        w.event("data: this is not json\n\n").await;
+        w.end().await;
+        return;
+    }
+    match s.flavor {
+        Flavor::Anthropic => {
+            w.event(&format!(
+                "event: message_start\ndata: {}\n\n",
+                json!({"type": "message_start", "message": {"id": "msg_01fake", "type": "message", "role": "assistant", "content": [], "model": model, "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": input_tokens, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": 1}}})
+            ))
+            .await;
+            w.event("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n").await;
+            w.event("event: ping\ndata: {\"type\": \"ping\"}\n\n").await;
+            for (i, d) in parts.iter().enumerate() {
+                if stop_after == Some(i) {
+                    break;
+                }
+                w.event(&format!(
+                    "event: content_block_delta\ndata: {}\n\n",
+                    json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": d}})
+                ))
+                .await;
+            }
+        }
+        Flavor::OpenAi => {
+            let chunk = |delta: Value, finish: Value, usage: Value| {
+                format!(
+                    "data: {}\n\n",
+                    json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1_764_547_200, "model": model, "system_fingerprint": "fp_fake", "choices": if delta.is_null() { json!([]) } else { json!([{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}]) }, "usage": usage})
+                )
+            };
+            w.event(&chunk(
+                json!({"role": "assistant", "content": "", "refusal": null}),
+                Value::Null,
+                Value::Null,
+            ))
+            .await;
+            for (i, d) in parts.iter().enumerate() {
+                if stop_after == Some(i) {
+                    break;
+                }
+                w.event(&chunk(json!({"content": d}), Value::Null, Value::Null))
+                    .await;
+            }
+            if stop_after.is_none() {
+                w.event(&chunk(json!({}), json!("stop"), Value::Null)).await;
+                w.event(&chunk(
+                    Value::Null,
+                    Value::Null,
+                    json!({"prompt_tokens": input_tokens, "completion_tokens": output_tokens, "total_tokens": input_tokens + output_tokens}),
+                ))
+                .await;
+                w.event("data: [DONE]\n\n").await;
+                w.end().await;
+                return;
+            }
+        }
+    }
+    match behaviour {
+        Behaviour::CutAfter(_) => {
+            // Drop the socket without the terminating chunk: a body cut mid-stream.
+            let _ = w.sock.flush().await;
+        }
+        Behaviour::StallAfter(_, _) => {
+            tokio::time::sleep(stall.unwrap_or_default()).await;
+        }
+        Behaviour::ErrorEventAfter(_) => {
+            match s.flavor {
+                Flavor::Anthropic => {
+                    w.event("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n").await
+                }
+                Flavor::OpenAi => {
+                    w.event("data: {\"error\":{\"message\":\"The server had an error while processing your request.\",\"type\":\"server_error\",\"param\":null,\"code\":null}}\n\n").await
+                }
+            }
+            w.end().await;
+        }
+        _ => {
+            w.event("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n").await;
+            w.event(&format!(
+                "event: message_delta\ndata: {}\n\n",
+                json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": {"output_tokens": output_tokens}})
+            ))
+            .await;
+            w.event("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+                .await;
+            w.end().await;
+        }
+    }
+}
+
+/// Writes chunked transfer-encoding; each SSE event is split over two chunks so clients must
+/// reassemble events across reads.
+struct ChunkWriter<'a> {
+    sock: &'a mut TcpStream,
+    delay: Duration,
+}
+
+impl ChunkWriter<'_> {
+    async fn chunk(&mut self, bytes: &[u8]) {
+        let mut out = format!("{:x}\r\n", bytes.len()).into_bytes();
+        out.extend_from_slice(bytes);
+        out.extend_from_slice(b"\r\n");
+        let _ = self.sock.write_all(&out).await;
+        let _ = self.sock.flush().await;
+    }
+
+    async fn event(&mut self, text: &str) {
+        let bytes = text.as_bytes();
+        let mid = (1..=bytes.len() / 2)
+            .rev()
+            .find(|&i| text.is_char_boundary(i))
+            .unwrap_or(bytes.len());
+        self.chunk(&bytes[..mid]).await;
+        if mid < bytes.len() {
+            self.chunk(&bytes[mid..]).await;
+        }
+        if !self.delay.is_zero() {
+            tokio::time::sleep(self.delay).await;
+        }
+    }
+
+    async fn end(&mut self) {
+        let _ = self.sock.write_all(b"0\r\n\r\n").await;
+        let _ = self.sock.shutdown().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(role: &str, t: &str) -> (String, String) {
+        (role.to_string(), t.to_string())
+    }
+
+    #[test]
+    fn the_memory_model_only_knows_what_it_was_sent() {
+        assert_eq!(
+            answer(&[m("user", "My name is Sam.")], None),
+            "Nice to meet you, Sam!"
+        );
+        let with = [
+            m("user", "My name is Sam."),
+            m("assistant", "Nice to meet you, Sam!"),
+            m("user", "What's my name?"),
+        ];
+        assert_eq!(answer(&with, None), "Your name is Sam.");
+        assert_eq!(
+            answer(&[m("user", "What's my name?")], None),
+            "I don't know your name yet."
+        );
+        assert_eq!(
+            answer(
+                &[m("user", "What's my name?")],
+                Some("The user said: my name is Ada")
+            ),
+            "Your name is Ada."
+        );
+    }
+}

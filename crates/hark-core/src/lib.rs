@@ -14,5 +14,7 @@
 
 pub mod conversation;
 pub mod provider;
+pub mod secrets;
+pub mod session;
 pub mod store;
 pub mod tokens;

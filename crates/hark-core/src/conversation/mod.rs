@@ -366,16 +366,30 @@ impl Conversation {
         })))
     }
 
-    /// Records a model response (complete, cut short, or cancelled).
+    /// Records a model response (complete, cut short, or cancelled). Returns the reply.
     pub fn push_reply(&mut self, reply: AssistantMessage) -> &Message {
-        self.append(Message::new(MessageKind::Assistant(reply)))
+        let i = self.push_assistant(reply).start;
+        &self.record[i]
     }
 
-    /// Records tool calls together with an `in_progress` placeholder result for each, so no
-    /// request ever sees a call without an answer (rule 10). Returns the record range written.
+    /// Records tool calls with the text said alongside them. Returns the record range written.
     pub fn push_tool_calls(&mut self, text: &str, calls: Vec<ToolCall>) -> std::ops::Range<usize> {
+        let model = Some(self.model.clone());
+        self.push_assistant(AssistantMessage {
+            generated: text.to_string(),
+            tool_calls: calls,
+            model,
+            ..Default::default()
+        })
+    }
+
+    /// Records a model response; every tool call in it gets an `in_progress` placeholder
+    /// result appended together with it, so no request ever sees a call without an answer
+    /// (rule 10). Returns the record range written (the reply, then the placeholders).
+    pub fn push_assistant(&mut self, reply: AssistantMessage) -> std::ops::Range<usize> {
         let start = self.record.len();
-        let placeholders: Vec<ToolResult> = calls
+        let placeholders: Vec<ToolResult> = reply
+            .tool_calls
             .iter()
             .map(|c| ToolResult {
                 call_id: c.id.clone(),
@@ -384,12 +398,7 @@ impl Conversation {
                 content: String::new(),
             })
             .collect();
-        self.append(Message::new(MessageKind::Assistant(AssistantMessage {
-            generated: text.to_string(),
-            tool_calls: calls,
-            model: Some(self.model.clone()),
-            ..Default::default()
-        })));
+        self.append(Message::new(MessageKind::Assistant(reply)));
         for p in placeholders {
             self.append(Message::new(MessageKind::ToolResult(p)));
         }

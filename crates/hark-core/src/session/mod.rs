@@ -1,0 +1,273 @@
+//! Running a conversation turn end to end: record, request, stream, persist.
+//!
+//! # Layout
+//! - this file: [`ChatSession`], which owns a conversation, its store and its model, and runs
+//!   text turns; the voice turn loop (issue: voice) builds on it.
+//!
+//! Order of a turn: the user message is committed to SQLite before the request (rule 3), the
+//! reply is committed when it is final (complete, cut by an error, or cancelled). A crash
+//! mid-stream therefore loses only the reply still in flight.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::conversation::{
+    AssistantMessage, Conversation, HistoryError, HistorySettings, Latency, Message, ReplyOutcome,
+    ToolState, Usage,
+};
+use crate::provider::{ChatModel, Completion, ErrorKind, ProviderError};
+use crate::store::{SessionMeta, Store, StoreError, StoredSession};
+
+/// What happens during a turn, in order, for a UI or the CLI's `--json`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnEvent {
+    /// The user message is in the record and committed.
+    UserRecorded(Message),
+    /// A piece of the reply's text.
+    Delta(String),
+}
+
+/// Why a turn failed. In every case the user message stays recorded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TurnError {
+    #[error(transparent)]
+    History(#[from] HistoryError),
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl TurnError {
+    /// The error kind name for UIs and `--json` ("auth", "rate_limit", "history", ...).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TurnError::History(_) => "history",
+            TurnError::Provider(e) => e.kind.as_str(),
+            TurnError::Store(_) => "storage",
+        }
+    }
+
+    /// What the user can do about it.
+    pub fn next_step(&self) -> &'static str {
+        match self {
+            TurnError::History(HistoryError::ContextTooSmall { .. }) => {
+                "shorten the message or raise max_context_tokens"
+            }
+            TurnError::History(_) => "say something and try again",
+            TurnError::Provider(e) => e.kind.next_step(),
+            TurnError::Store(_) => {
+                "check that the database file is writable and the disk is not full"
+            }
+        }
+    }
+}
+
+/// One conversation with its store and model.
+pub struct ChatSession {
+    conv: Conversation,
+    meta: SessionMeta,
+    store: Arc<Store>,
+    model: Box<dyn ChatModel>,
+}
+
+impl ChatSession {
+    /// Starts a new session and commits its row.
+    pub fn create(
+        store: Arc<Store>,
+        model: Box<dyn ChatModel>,
+        system_prompt: &str,
+        settings: HistorySettings,
+    ) -> Result<Self, StoreError> {
+        let mut meta = SessionMeta::new(crate::conversation::new_id(), system_prompt, settings);
+        meta.provider = Some(model.provider().to_string());
+        meta.model = Some(model.model().to_string());
+        store.create_session(&meta)?;
+        let conv = Conversation::new(meta.id.clone(), model.model(), system_prompt, settings);
+        Ok(Self {
+            conv,
+            meta,
+            store,
+            model,
+        })
+    }
+
+    /// Resumes a stored session with (possibly another) model.
+    pub fn resume(
+        store: Arc<Store>,
+        id: &str,
+        model: Box<dyn ChatModel>,
+    ) -> Result<Self, StoreError> {
+        let stored = store.load_session(id)?;
+        let conv = stored.conversation(model.model());
+        let mut meta = stored.meta;
+        meta.provider = Some(model.provider().to_string());
+        meta.model = Some(model.model().to_string());
+        store.update_session(&meta)?;
+        Ok(Self {
+            conv,
+            meta,
+            store,
+            model,
+        })
+    }
+
+    pub fn id(&self) -> &str {
+        &self.meta.id
+    }
+
+    pub fn conversation(&self) -> &Conversation {
+        &self.conv
+    }
+
+    /// Sets the reply budget the context budget leaves room for.
+    pub fn set_reply_budget(&mut self, max_tokens: u32) {
+        let model = self.conv.model().to_string();
+        self.conv.set_model(&model, max_tokens);
+    }
+
+    /// The session as stored (for export).
+    pub fn stored(&self) -> Result<StoredSession, StoreError> {
+        self.store.load_session(&self.meta.id)
+    }
+
+    /// Changes history settings; persisted, effective at once.
+    pub fn set_settings(&mut self, settings: HistorySettings) -> Result<(), StoreError> {
+        self.conv.set_settings(settings);
+        self.meta.settings = settings;
+        self.store.update_session(&self.meta)
+    }
+
+    /// Changes the system prompt; persisted, effective from the next request.
+    pub fn set_system_prompt(&mut self, prompt: &str) -> Result<(), StoreError> {
+        self.conv.set_system_prompt(prompt);
+        self.meta.system_prompt = prompt.to_string();
+        self.store.update_session(&self.meta)
+    }
+
+    /// Reset: clears the context, commits the marker.
+    pub fn clear(&mut self) -> Result<(), StoreError> {
+        self.conv.clear();
+        self.save_last()
+    }
+
+    fn save_last(&self) -> Result<(), StoreError> {
+        let i = self.conv.record().len() - 1;
+        self.save_at(i)
+    }
+
+    fn save_at(&self, i: usize) -> Result<(), StoreError> {
+        self.store
+            .save_message(&self.meta.id, i, &self.conv.record()[i])
+    }
+
+    /// Runs one text turn. Returns the recorded reply. On failure the user message is
+    /// recorded and so is whatever part of the reply arrived, marked with the failure.
+    pub async fn send(
+        &mut self,
+        text: &str,
+        cancel: &CancellationToken,
+        mut on_event: impl FnMut(TurnEvent),
+    ) -> Result<Message, TurnError> {
+        let user = self.conv.push_user(text)?.clone();
+        self.save_last()?;
+        on_event(TurnEvent::UserRecorded(user));
+        let prompt = self.conv.prompt()?;
+
+        let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+        let started = Instant::now();
+        let mut first_token = None;
+        let mut partial = String::new();
+        let result = {
+            let stream = self.model.stream(&prompt, &tx);
+            tokio::pin!(stream);
+            loop {
+                tokio::select! {
+                    // Control overtakes data: a cancel wins over queued deltas.
+                    biased;
+                    _ = cancel.cancelled() => {
+                        break Err(ProviderError::new(self.model.provider(), ErrorKind::Cancelled, "the turn was cancelled"));
+                    }
+                    Some(delta) = rx.recv() => {
+                        first_token.get_or_insert_with(|| started.elapsed());
+                        partial.push_str(&delta);
+                        on_event(TurnEvent::Delta(delta));
+                    }
+                    result = &mut stream => break result,
+                }
+            }
+        };
+        // Deltas sent just before the stream finished are still queued: deliver them.
+        while let Ok(delta) = rx.try_recv() {
+            first_token.get_or_insert_with(|| started.elapsed());
+            partial.push_str(&delta);
+            on_event(TurnEvent::Delta(delta));
+        }
+        let latency = Latency {
+            first_token_ms: first_token.map(|d| d.as_millis() as u64),
+            total_ms: started.elapsed().as_millis() as u64,
+        };
+        let (completion, outcome, error) = match result {
+            Ok(c) => (c, ReplyOutcome::Complete, None),
+            Err(e) => {
+                let outcome = if e.kind == ErrorKind::Cancelled {
+                    ReplyOutcome::Cancelled
+                } else {
+                    ReplyOutcome::Failed {
+                        error_kind: e.kind.as_str().to_string(),
+                        message: e.message.clone(),
+                    }
+                };
+                (
+                    Completion {
+                        text: partial,
+                        ..Default::default()
+                    },
+                    outcome,
+                    Some(e),
+                )
+            }
+        };
+        if let Some(reported) = completion.usage.input_tokens {
+            self.conv.calibrate(prompt.raw_tokens, reported);
+        }
+        let usage = Usage {
+            input_tokens: completion.usage.input_tokens,
+            output_tokens: completion.usage.output_tokens,
+            estimated_input_tokens: prompt.estimated_tokens,
+            estimated_output_tokens: self.conv.counter().count(&completion.text),
+        };
+        let reply = AssistantMessage {
+            generated: completion.text.clone(),
+            outcome,
+            model: Some(
+                completion
+                    .model
+                    .clone()
+                    .unwrap_or_else(|| self.model.model().to_string()),
+            ),
+            usage: Some(usage),
+            latency: Some(latency),
+            ..Default::default()
+        };
+        let range = self.conv.push_assistant(reply);
+        // No tools are offered to the model yet, so a call can only name a tool that does not
+        // exist: answer it with an error, keeping every call answered.
+        for call in &completion.tool_calls {
+            self.conv
+                .resolve_tool_call(&call.id, ToolState::Error, "no such tool is available")?;
+        }
+        for i in range.clone() {
+            self.save_at(i)?;
+        }
+        let reply_msg = self.conv.record()[range.start].clone();
+        match error {
+            Some(e) => Err(e.into()),
+            None => Ok(reply_msg),
+        }
+    }
+}
