@@ -1,1 +1,102 @@
-fn main() {}
+//! # hark
+//!
+//! The `hark` command, a thin adapter over `hark-core` for scripting, headless use and
+//! black-box tests.
+//!
+//! # Layout
+//! - `main.rs`: arguments and dispatch; every failure ends as one line on stderr and exit 1.
+//! - `chat.rs`: `hark chat`, text turns from stdin (plain or `--json` events).
+//! - `manage.rs`: `hark sessions`, `export`, `import`, `delete`, `keys`.
+
+mod chat;
+mod manage;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+#[derive(Parser)]
+#[command(
+    name = "hark",
+    version,
+    about = "Hark: a voice assistant that remembers, from the command line"
+)]
+struct Cli {
+    /// The SQLite file holding sessions (default: the app's data directory).
+    #[arg(long, global = true, env = "HARK_DB")]
+    db: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Chat in text: one utterance per line on stdin, each reply on stdout.
+    Chat(chat::ChatArgs),
+    /// List sessions, most recent first.
+    Sessions {
+        /// One JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Export a session's whole record.
+    Export {
+        /// Session id (or a unique prefix of it).
+        id: String,
+        #[arg(long, value_enum, default_value_t = ExportFormat::Json)]
+        format: ExportFormat,
+        /// Write to this file instead of stdout.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Import a conversation as a new session: a Hark export, a Deepgram agent.context
+    /// (or its messages list), or an OpenAI/Anthropic messages array.
+    Import { file: PathBuf },
+    /// Delete a session and its record.
+    Delete { id: String },
+    /// Manage API keys in the OS keychain.
+    Keys {
+        #[command(subcommand)]
+        action: manage::KeysAction,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ExportFormat {
+    Json,
+    Md,
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("HARK_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    let cli = Cli::parse();
+    let db = cli.db.unwrap_or_else(hark_core::store::default_db_path);
+    let result = match cli.command {
+        Command::Chat(args) => match tokio::runtime::Runtime::new() {
+            Ok(rt) => rt.block_on(chat::run(args, db)),
+            Err(e) => Err(anyhow::anyhow!("cannot start the async runtime: {e}")),
+        },
+        Command::Sessions { json } => manage::sessions(&db, json),
+        Command::Export { id, format, out } => {
+            manage::export(&db, &id, matches!(format, ExportFormat::Md), out.as_deref())
+        }
+        Command::Import { file } => manage::import(&db, &file),
+        Command::Delete { id } => manage::delete(&db, &id),
+        Command::Keys { action } => manage::keys(action),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            // One line: the chain of causes joined.
+            eprintln!("hark: {}", format!("{e:#}").replace('\n', " "));
+            ExitCode::FAILURE
+        }
+    }
+}

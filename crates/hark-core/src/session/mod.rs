@@ -25,7 +25,7 @@ use crate::store::{SessionMeta, Store, StoreError, StoredSession};
 #[derive(Debug, Clone, PartialEq)]
 pub enum TurnEvent {
     /// The user message is in the record and committed.
-    UserRecorded(Message),
+    UserRecorded(Box<Message>),
     /// A piece of the reply's text.
     Delta(String),
 }
@@ -120,6 +120,11 @@ impl ChatSession {
         &self.meta.id
     }
 
+    /// The provider name ("anthropic", "openai").
+    pub fn provider(&self) -> &'static str {
+        self.model.provider()
+    }
+
     pub fn conversation(&self) -> &Conversation {
         &self.conv
     }
@@ -175,7 +180,7 @@ impl ChatSession {
     ) -> Result<Message, TurnError> {
         let user = self.conv.push_user(text)?.clone();
         self.save_last()?;
-        on_event(TurnEvent::UserRecorded(user));
+        on_event(TurnEvent::UserRecorded(Box::new(user)));
         let prompt = self.conv.prompt()?;
 
         let (tx, mut rx) = mpsc::unbounded_channel::<String>();

@@ -1,0 +1,406 @@
+//! Black-box tests of the `hark` binary against loopback provider servers and a real SQLite
+//! file, as a script or a person would use it.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use hark_e2e::{Behaviour, FakeLlm};
+use serde_json::Value;
+
+const KEY: &str = "sk-cli-test-41c2";
+
+fn hark(db: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_hark"));
+    c.arg("--db").arg(db);
+    // Keys from the environment only: never the developer's keychain.
+    for v in [
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "HARK_ANTHROPIC_BASE_URL",
+        "HARK_OPENAI_BASE_URL",
+        "HARK_LLM",
+        "HARK_DB",
+    ] {
+        c.env_remove(v);
+    }
+    c
+}
+
+fn anthropic(db: &Path, server: &FakeLlm) -> Command {
+    let mut c = hark(db);
+    c.env("ANTHROPIC_API_KEY", KEY)
+        .env("HARK_ANTHROPIC_BASE_URL", server.base_url());
+    c
+}
+
+fn run_with_stdin(mut cmd: Command, stdin: &str) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).to_string()
+}
+
+fn events(o: &Output) -> Vec<Value> {
+    stdout(o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+fn tmp() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("hark.db");
+    (dir, db)
+}
+
+#[test]
+fn chat_remembers_the_name_with_anthropic() {
+    let server = FakeLlm::anthropic(KEY);
+    let (_d, db) = tmp();
+    let mut cmd = anthropic(&db, &server);
+    cmd.args(["chat", "--llm", "anthropic", "--model", "claude-haiku-4-5"]);
+    let o = run_with_stdin(cmd, "My name is Sam.\nWhat's my name?\n");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "Nice to meet you, Sam!\nYour name is Sam.\n");
+    assert_eq!(server.last().body["model"], "claude-haiku-4-5");
+}
+
+#[test]
+fn chat_remembers_the_name_with_an_openai_compatible_server_and_no_key() {
+    let server = FakeLlm::openai(None);
+    let (_d, db) = tmp();
+    let mut cmd = hark(&db);
+    cmd.args([
+        "chat",
+        "--base-url",
+        &server.base_url(),
+        "--model",
+        "qwen2.5",
+        "--system",
+        "Be brief.",
+    ]);
+    let o = run_with_stdin(cmd, "My name is Sam.\nWhat's my name?\n");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "Nice to meet you, Sam!\nYour name is Sam.\n");
+    let req = server.last();
+    assert_eq!(
+        req.header("authorization"),
+        None,
+        "local servers get no key"
+    );
+    assert_eq!(req.system().as_deref(), Some("Be brief."));
+}
+
+#[test]
+fn json_mode_prints_one_event_per_line() {
+    let server = FakeLlm::anthropic(KEY);
+    let (_d, db) = tmp();
+    let mut cmd = anthropic(&db, &server);
+    cmd.args(["chat", "--json", "--max-turns", "3"]);
+    let o = run_with_stdin(cmd, "My name is Sam.\n");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ev = events(&o);
+    let types: Vec<&str> = ev.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(types.first(), Some(&"session"));
+    assert_eq!(types[1], "user");
+    assert!(types[2..types.len() - 1].iter().all(|t| *t == "delta"));
+    assert_eq!(types.last(), Some(&"reply"));
+    let reply = ev.last().unwrap();
+    assert_eq!(reply["text"], "Nice to meet you, Sam!");
+    assert_eq!(reply["outcome"], "complete");
+    assert!(reply["usage"]["input_tokens"].as_u64().unwrap() > 0);
+    assert!(reply["usage"]["estimated_input_tokens"].as_u64().unwrap() > 0);
+    assert_eq!(reply["context"]["turns"], 1);
+    assert_eq!(ev[0]["settings"]["max_turns"], 3);
+    assert_eq!(ev[0]["provider"], "anthropic");
+}
+
+#[test]
+fn no_history_and_max_turns_flags_shape_the_request() {
+    let server = FakeLlm::anthropic(KEY);
+    let (_d, db) = tmp();
+    let mut cmd = anthropic(&db, &server);
+    cmd.args(["chat", "--no-history"]);
+    let o = run_with_stdin(cmd, "My name is Sam.\nWhat's my name?\n");
+    assert_eq!(
+        stdout(&o),
+        "Nice to meet you, Sam!\nI don't know your name yet.\n"
+    );
+    assert_eq!(server.last().messages().len(), 1);
+
+    let mut cmd = anthropic(&db, &server);
+    cmd.args(["chat", "--max-turns", "2"]);
+    let o = run_with_stdin(cmd, "My name is Sam.\nI like tea.\nWhat's my name?\n");
+    assert!(
+        stdout(&o).ends_with("I don't know your name yet.\n"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(server.last().messages().len(), 3);
+}
+
+#[test]
+fn reset_command_clears_the_context() {
+    let server = FakeLlm::anthropic(KEY);
+    let (_d, db) = tmp();
+    let mut cmd = anthropic(&db, &server);
+    cmd.args(["chat", "--json"]);
+    let o = run_with_stdin(cmd, "My name is Sam.\n/reset\nWhat's my name?\n");
+    let replies: Vec<String> = events(&o)
+        .iter()
+        .filter(|e| e["type"] == "reply")
+        .map(|e| e["text"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        replies,
+        vec!["Nice to meet you, Sam!", "I don't know your name yet."]
+    );
+    assert!(events(&o).iter().any(|e| e["type"] == "reset"));
+}
+
+#[test]
+fn a_session_resumes_in_a_new_process() {
+    let server = FakeLlm::anthropic(KEY);
+    let (_d, db) = tmp();
+    let mut cmd = anthropic(&db, &server);
+    cmd.args(["chat", "--json", "--max-turns", "4"]);
+    let o = run_with_stdin(cmd, "My name is Sam.\n");
+    let id = events(&o)[0]["id"].as_str().unwrap().to_string();
+    let mut cmd = anthropic(&db, &server);
+    cmd.args(["chat", "--session", &id[..13]]);
+    let o = run_with_stdin(cmd, "What's my name?\n");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "Your name is Sam.\n");
+    // The stored settings came back with the session.
+    let o = hark(&db).args(["export", &id]).output().unwrap();
+    let export: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(export["session"]["settings"]["max_turns"], 4);
+    assert_eq!(export["messages"].as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn export_sessions_import_round_trip() {
+    let server = FakeLlm::anthropic(KEY);
+    let (dir, db) = tmp();
+    let out = dir.path().join("out.json");
+    let mut cmd = anthropic(&db, &server);
+    cmd.args(["chat", "--export"]).arg(&out);
+    let o = run_with_stdin(cmd, "My name is Sam.\nWhat's my name?\n");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let exported: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(exported["format"], "hark.conversation");
+    assert_eq!(exported["messages"].as_array().unwrap().len(), 4);
+    assert!(!std::fs::read_to_string(&out).unwrap().contains(KEY));
+
+    let o = hark(&db).arg("import").arg(&out).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("imported 4 messages (Hark format)"),
+        "{}",
+        stdout(&o)
+    );
+
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../hark-core/tests/fixtures/deepgram-function-calls.jsonc");
+    let o = hark(&db).arg("import").arg(&fixture).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("(Deepgram format)"));
+
+    let o = hark(&db).args(["sessions", "--json"]).output().unwrap();
+    let list: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(list.as_array().unwrap().len(), 3);
+    let deepgram = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["title"] == "What's the weather like in New York?")
+        .unwrap();
+    let o = hark(&db)
+        .args(["export", deepgram["id"].as_str().unwrap(), "--format", "md"])
+        .output()
+        .unwrap();
+    let md = stdout(&o);
+    assert!(md.contains("Tool call `get_weather`"), "{md}");
+    assert!(md.contains("partly cloudy"));
+
+    // The imported Deepgram conversation can be continued.
+    let mut cmd = anthropic(&db, &server);
+    cmd.args(["chat", "--session", deepgram["id"].as_str().unwrap()]);
+    let o = run_with_stdin(cmd, "Thanks!\n");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let sent = server.last().body["messages"].clone();
+    assert_eq!(sent[1]["content"][0]["type"], "tool_use");
+    assert_eq!(sent[2]["content"][0]["type"], "tool_result");
+}
+
+#[test]
+fn a_bad_import_names_the_problem_and_changes_nothing() {
+    let server = FakeLlm::anthropic(KEY);
+    let (dir, db) = tmp();
+    let o = run_with_stdin(
+        {
+            let mut c = anthropic(&db, &server);
+            c.arg("chat");
+            c
+        },
+        "hello\n",
+    );
+    assert!(o.status.success());
+    let before = std::fs::read(&db).ok();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(
+        &bad,
+        r#"[{"type": "History", "role": "narrator", "content": "x"}]"#,
+    )
+    .unwrap();
+    let o = hark(&db).arg("import").arg(&bad).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(
+        err.contains("[0].role: must be \"user\" or \"assistant\", found \"narrator\""),
+        "{err}"
+    );
+    let o = hark(&db).args(["sessions", "--json"]).output().unwrap();
+    assert_eq!(
+        serde_json::from_slice::<Value>(&o.stdout)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let _ = before;
+}
+
+#[test]
+fn failures_exit_non_zero_with_a_one_line_reason() {
+    let server = FakeLlm::anthropic(KEY);
+    let (_d, db) = tmp();
+    let mut cmd = hark(&db);
+    cmd.env("ANTHROPIC_API_KEY", "sk-wrong")
+        .env("HARK_ANTHROPIC_BASE_URL", server.base_url())
+        .arg("chat");
+    let o = run_with_stdin(cmd, "hello\n");
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("hark: auth: anthropic: auth: invalid x-api-key"),
+        "{err}"
+    );
+
+    let o = hark(&db)
+        .args(["export", "no-such-session"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stderr(&o).trim(), "hark: no session \"no-such-session\"");
+
+    let o = hark(&db)
+        .args(["chat", "--llm", "gemini"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "argument errors come from clap");
+    assert!(stderr(&o).contains("unknown LLM provider \"gemini\""));
+}
+
+/// Reads a child's stdout lines on a thread so the test can wait for a given event.
+fn line_reader(child: &mut Child) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    let out = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+fn wait_for(rx: &mpsc::Receiver<String>, ty: &str) -> Value {
+    loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("no {ty} event"));
+        let v: Value = serde_json::from_str(&line).unwrap();
+        if v["type"] == ty {
+            return v;
+        }
+    }
+}
+
+#[test]
+fn kill_9_mid_stream_loses_no_committed_message() {
+    let server = FakeLlm::anthropic(KEY);
+    let (_d, db) = tmp();
+    let mut child = anthropic(&db, &server)
+        .args(["chat", "--json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let rx = line_reader(&mut child);
+    let mut stdin = child.stdin.take().unwrap();
+    let session = wait_for(&rx, "session")["id"].as_str().unwrap().to_string();
+    writeln!(stdin, "My name is Sam.").unwrap();
+    wait_for(&rx, "reply");
+    server.push(Behaviour::StallAfter(2, Duration::from_secs(60)));
+    writeln!(stdin, "Tell me a long story about Paris.").unwrap();
+    wait_for(&rx, "delta");
+    child.kill().unwrap(); // SIGKILL: no destructor, no flush, no goodbye
+    child.wait().unwrap();
+
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let ok: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(ok, "ok");
+    let mut stmt = conn
+        .prepare("SELECT kind, text FROM messages WHERE session_id=?1 ORDER BY seq")
+        .unwrap();
+    let rows: Vec<(String, String)> = stmt
+        .query_map([&session], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            ("user".into(), "My name is Sam.".into()),
+            ("assistant".into(), "Nice to meet you, Sam!".into()),
+            ("user".into(), "Tell me a long story about Paris.".into()),
+        ],
+        "every committed message survived; only the reply in flight is gone"
+    );
+    drop(stmt);
+    drop(conn);
+    // And the conversation continues from the file.
+    let mut cmd = anthropic(&db, &server);
+    cmd.args(["chat", "--session", &session]);
+    let o = run_with_stdin(cmd, "What's my name?\n");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "Your name is Sam.\n");
+}
