@@ -8,6 +8,7 @@
 //!   tiny model with a memory: "My name is Sam" ... "What's my name?" → "Your name is Sam."
 //!   only if the earlier turn was actually sent.
 //! - [`Behaviour`]: scripted failures for the next requests (status errors, cuts, stalls).
+//! - [`keychain`]: helpers for tests against the real Secret Service.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -148,9 +149,7 @@ impl FakeLlm {
                 .build()
                 .expect("test runtime");
             rt.block_on(async move {
-                let listener = TcpListener::bind("127.0.0.1:0")
-                    .await
-                    .expect("bind loopback");
+                let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
                 tx.send(listener.local_addr().expect("addr").port())
                     .expect("report port");
                 loop {
@@ -316,9 +315,7 @@ fn error_body(flavor: Flavor, error_type: &str, message: &str) -> Value {
 
 async fn send_status(sock: &mut TcpStream, status: u16, body: &Value, retry_after: Option<&str>) {
     let body = body.to_string();
-    let extra = retry_after
-        .map(|r| format!("retry-after: {r}\r\n"))
-        .unwrap_or_default();
+    let extra = retry_after.map(|r| format!("retry-after: {r}\r\n")).unwrap_or_default();
     let head = format!(
         "HTTP/1.1 {status} {}\r\ncontent-type: application/json\r\n{extra}content-length: {}\r\nconnection: close\r\n\r\n",
         reason(status),
@@ -330,21 +327,13 @@ async fn send_status(sock: &mut TcpStream, status: u16, body: &Value, retry_afte
 }
 
 /// Validates a request as the real API would; `Err((status, type, message))` when it would refuse it.
-fn validate(
-    flavor: Flavor,
-    key: Option<&str>,
-    r: &Recorded,
-) -> Result<(), (u16, &'static str, String)> {
+fn validate(flavor: Flavor, key: Option<&str>, r: &Recorded) -> Result<(), (u16, &'static str, String)> {
     let expected_path = match flavor {
         Flavor::Anthropic => "/v1/messages",
         Flavor::OpenAi => "/v1/chat/completions",
     };
     if r.method != "POST" || r.path != expected_path {
-        return Err((
-            404,
-            "not_found_error",
-            format!("no route for {} {}", r.method, r.path),
-        ));
+        return Err((404, "not_found_error", format!("no route for {} {}", r.method, r.path)));
     }
     match flavor {
         Flavor::Anthropic => {
@@ -359,11 +348,7 @@ fn validate(
                 ));
             }
             if !r.body["max_tokens"].is_u64() {
-                return Err((
-                    400,
-                    "invalid_request_error",
-                    "max_tokens: Field required".into(),
-                ));
+                return Err((400, "invalid_request_error", "max_tokens: Field required".into()));
             }
             let msgs = r.body["messages"].as_array().cloned().unwrap_or_default();
             if msgs.first().map(|m| m["role"] != "user").unwrap_or(true) {
@@ -386,8 +371,7 @@ fn validate(
                 return Err((
                     400,
                     "invalid_request_error",
-                    "messages: Unexpected role \"system\"; use the top-level system parameter"
-                        .into(),
+                    "messages: Unexpected role \"system\"; use the top-level system parameter".into(),
                 ));
             }
         }
@@ -415,13 +399,7 @@ async fn handle(mut sock: TcpStream, s: Arc<Shared>) {
     };
     s.requests.lock().expect("requests").push(req.clone());
     if let Err((status, etype, message)) = validate(s.flavor, s.key.as_deref(), &req) {
-        send_status(
-            &mut sock,
-            status,
-            &error_body(s.flavor, etype, &message),
-            None,
-        )
-        .await;
+        send_status(&mut sock, status, &error_body(s.flavor, etype, &message), None).await;
         return;
     }
     let behaviour = s
@@ -460,10 +438,7 @@ async fn handle(mut sock: TcpStream, s: Arc<Shared>) {
     if sock.write_all(head.as_bytes()).await.is_err() {
         return;
     }
-    let mut w = ChunkWriter {
-        sock: &mut sock,
-        delay,
-    };
+    let mut w = ChunkWriter { sock: &mut sock, delay };
     let (stop_after, stall) = match behaviour {
         Behaviour::CutAfter(n) => (Some(n), None),
         Behaviour::StallAfter(n, d) => (Some(n), Some(d)),
@@ -512,8 +487,7 @@ async fn handle(mut sock: TcpStream, s: Arc<Shared>) {
                 if stop_after == Some(i) {
                     break;
                 }
-                w.event(&chunk(json!({"content": d}), Value::Null, Value::Null))
-                    .await;
+                w.event(&chunk(json!({"content": d}), Value::Null, Value::Null)).await;
             }
             if stop_after.is_none() {
                 w.event(&chunk(json!({}), json!("stop"), Value::Null)).await;
@@ -549,7 +523,8 @@ async fn handle(mut sock: TcpStream, s: Arc<Shared>) {
             w.end().await;
         }
         _ => {
-            w.event("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n").await;
+            w.event("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n")
+                .await;
             w.event(&format!(
                 "event: message_delta\ndata: {}\n\n",
                 json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": {"output_tokens": output_tokens}})
@@ -599,6 +574,36 @@ impl ChunkWriter<'_> {
     }
 }
 
+/// Helpers for tests against the real OS keychain (Secret Service on Linux).
+pub mod keychain {
+    use std::process::Command;
+
+    /// Whether a D-Bus session (and so a Secret Service) is there. Under `CI=true` it must
+    /// be: the test fails rather than skips, since `scripts/test.sh` always provides one.
+    pub fn secret_service_expected() -> bool {
+        if std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some() {
+            return true;
+        }
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("CI=true but no D-Bus session: run the tests through scripts/test.sh");
+        }
+        eprintln!("no D-Bus session bus: keychain test skipped (scripts/test.sh provides one)");
+        false
+    }
+
+    /// Looks an item up with libsecret's own client, `secret-tool`, to prove it is really
+    /// in the Secret Service.
+    pub fn secret_tool_lookup(service: &str, user: &str) -> Option<String> {
+        let out = Command::new("secret-tool")
+            .args(["lookup", "service", service, "username", user])
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).to_string())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -609,10 +614,7 @@ mod tests {
 
     #[test]
     fn the_memory_model_only_knows_what_it_was_sent() {
-        assert_eq!(
-            answer(&[m("user", "My name is Sam.")], None),
-            "Nice to meet you, Sam!"
-        );
+        assert_eq!(answer(&[m("user", "My name is Sam.")], None), "Nice to meet you, Sam!");
         let with = [
             m("user", "My name is Sam."),
             m("assistant", "Nice to meet you, Sam!"),
@@ -624,10 +626,7 @@ mod tests {
             "I don't know your name yet."
         );
         assert_eq!(
-            answer(
-                &[m("user", "What's my name?")],
-                Some("The user said: my name is Ada")
-            ),
+            answer(&[m("user", "What's my name?")], Some("The user said: my name is Ada")),
             "Your name is Ada."
         );
     }

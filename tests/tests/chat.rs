@@ -56,10 +56,7 @@ impl Rig {
 }
 
 fn both() -> [Rig; 2] {
-    [
-        Rig::new(ProviderKind::Anthropic),
-        Rig::new(ProviderKind::OpenAi),
-    ]
+    [Rig::new(ProviderKind::Anthropic), Rig::new(ProviderKind::OpenAi)]
 }
 
 async fn say(s: &mut ChatSession, text: &str) -> Result<String, TurnError> {
@@ -96,10 +93,7 @@ async fn multi_turn_memory_remembers_the_name() {
         );
         let req = rig.server.last();
         assert_eq!(req.messages().len(), 3);
-        assert_eq!(
-            req.system().as_deref(),
-            Some("You are a helpful voice assistant.")
-        );
+        assert_eq!(req.system().as_deref(), Some("You are a helpful voice assistant."));
         // Usage: provider-reported next to the estimate, and latency, on the stored reply.
         let MessageKind::Assistant(a) = &s.conversation().record()[3].kind else {
             panic!()
@@ -115,10 +109,7 @@ async fn multi_turn_memory_remembers_the_name() {
             assert_eq!(req.header("anthropic-version"), Some("2023-06-01"));
             assert_eq!(req.header("x-api-key"), Some(KEY));
         } else {
-            assert_eq!(
-                req.header("authorization"),
-                Some(format!("Bearer {KEY}").as_str())
-            );
+            assert_eq!(req.header("authorization"), Some(format!("Bearer {KEY}").as_str()));
             assert_eq!(req.body["stream_options"]["include_usage"], true);
         }
     }
@@ -215,10 +206,7 @@ async fn token_budget_drops_the_oldest_turns() {
         assert!(matches!(err, TurnError::History(_)), "{err}");
         assert!(err.to_string().contains("context budget is 90"), "{err}");
         let requests = rig.server.requests().len();
-        assert_eq!(
-            s.conversation().record().last().unwrap().text(),
-            long.trim()
-        );
+        assert_eq!(s.conversation().record().last().unwrap().text(), long.trim());
         assert_eq!(rig.server.requests().len(), requests, "no request was sent");
     }
 }
@@ -261,15 +249,8 @@ async fn a_session_resumes_after_restart_from_the_sqlite_file() {
         };
         let store = Arc::new(Store::open(&path).unwrap());
         let mut s = ChatSession::resume(store.clone(), &id, rig.model()).unwrap();
-        assert_eq!(
-            s.conversation().settings().max_turns,
-            5,
-            "settings are restored"
-        );
-        assert_eq!(
-            say(&mut s, "What's my name?").await.unwrap(),
-            "Your name is Sam."
-        );
+        assert_eq!(s.conversation().settings().max_turns, 5, "settings are restored");
+        assert_eq!(say(&mut s, "What's my name?").await.unwrap(), "Your name is Sam.");
     }
 }
 
@@ -281,14 +262,8 @@ async fn the_system_prompt_can_change_mid_conversation() {
         say(&mut s, "hello").await.unwrap();
         s.set_system_prompt("You are terse.").unwrap();
         say(&mut s, "hello again").await.unwrap();
-        assert_eq!(
-            rig.server.last().system().as_deref(),
-            Some("You are terse.")
-        );
-        assert_eq!(
-            store.load_session(s.id()).unwrap().meta.system_prompt,
-            "You are terse."
-        );
+        assert_eq!(rig.server.last().system().as_deref(), Some("You are terse."));
+        assert_eq!(store.load_session(s.id()).unwrap().meta.system_prompt, "You are terse.");
     }
 }
 
@@ -307,19 +282,11 @@ async fn errors_are_classified_and_only_429_and_5xx_are_retried() {
         let store = mem_store();
         let mut s = rig.session(&store, HistorySettings::default());
         let cases = [
-            (
-                status(429, "rate_limit_error", Some("0")),
-                ErrorKind::RateLimit,
-                4,
-            ),
+            (status(429, "rate_limit_error", Some("0")), ErrorKind::RateLimit, 4),
             (status(529, "overloaded_error", None), ErrorKind::Server, 4),
             (status(500, "api_error", None), ErrorKind::Server, 4),
             (status(429, "insufficient_quota", None), ErrorKind::Quota, 1),
-            (
-                status(400, "invalid_request_error", None),
-                ErrorKind::InvalidRequest,
-                1,
-            ),
+            (status(400, "invalid_request_error", None), ErrorKind::InvalidRequest, 1),
             (status(403, "permission_error", None), ErrorKind::Auth, 1),
         ];
         for (behaviour, kind, attempts) in cases {
@@ -328,35 +295,18 @@ async fn errors_are_classified_and_only_429_and_5xx_are_retried() {
             }
             let before = rig.server.requests().len();
             let err = say(&mut s, "hello").await.unwrap_err();
-            let TurnError::Provider(e) = &err else {
-                panic!("{err}")
-            };
+            let TurnError::Provider(e) = &err else { panic!("{err}") };
             assert_eq!(e.kind, kind, "{:?} {behaviour:?}: {e}", rig.kind);
-            assert!(
-                e.message.contains("simulated"),
-                "the provider's message is kept: {e}"
-            );
-            assert_eq!(
-                rig.server.requests().len() - before,
-                attempts,
-                "{behaviour:?}"
-            );
+            assert!(e.message.contains("simulated"), "the provider's message is kept: {e}");
+            assert_eq!(rig.server.requests().len() - before, attempts, "{behaviour:?}");
         }
         // A transient 429 then success: retried and answered.
         rig.server.push(status(429, "rate_limit_error", Some("0")));
         rig.server.push(status(503, "api_error", None));
-        assert_eq!(
-            say(&mut s, "My name is Sam.").await.unwrap(),
-            "Nice to meet you, Sam!"
-        );
+        assert_eq!(say(&mut s, "My name is Sam.").await.unwrap(), "Nice to meet you, Sam!");
         // Every failed turn kept its user message; the next request was still valid (the
         // Anthropic loopback refuses two user messages in a row, so they were merged).
-        let users = s
-            .conversation()
-            .record()
-            .iter()
-            .filter(|m| m.is_user())
-            .count();
+        let users = s.conversation().record().iter().filter(|m| m.is_user()).count();
         assert_eq!(users, 7);
     }
 }
@@ -367,8 +317,7 @@ async fn a_wrong_key_is_an_auth_error_and_is_not_retried() {
         let mut c = rig.config();
         c.api_key = Some("sk-wrong".into());
         let store = mem_store();
-        let mut s =
-            ChatSession::create(store, c.build().unwrap(), "", HistorySettings::default()).unwrap();
+        let mut s = ChatSession::create(store, c.build().unwrap(), "", HistorySettings::default()).unwrap();
         let err = say(&mut s, "hi").await.unwrap_err();
         assert_eq!(err.kind(), "auth", "{err}");
         assert_eq!(rig.server.requests().len(), 1);
@@ -384,13 +333,7 @@ async fn an_unreachable_server_is_a_connectivity_error() {
         let mut c = ProviderConfig::new(kind);
         c.base_url = format!("http://127.0.0.1:{port}");
         c.api_key = Some(KEY.into());
-        let mut s = ChatSession::create(
-            mem_store(),
-            c.build().unwrap(),
-            "",
-            HistorySettings::default(),
-        )
-        .unwrap();
+        let mut s = ChatSession::create(mem_store(), c.build().unwrap(), "", HistorySettings::default()).unwrap();
         let err = say(&mut s, "hi").await.unwrap_err();
         assert_eq!(err.kind(), "connectivity", "{err}");
         assert!(err.to_string().contains("cannot connect"), "{err}");
@@ -403,9 +346,7 @@ async fn a_stream_cut_midway_keeps_the_user_message_and_marks_the_partial_reply(
         let store = mem_store();
         let mut s = rig.session(&store, HistorySettings::default());
         rig.server.push(Behaviour::CutAfter(2));
-        let err = say(&mut s, "Tell me something long please")
-            .await
-            .unwrap_err();
+        let err = say(&mut s, "Tell me something long please").await.unwrap_err();
         assert_eq!(err.kind(), "connectivity", "{:?}: {err}", rig.kind);
         let stored = store.load_session(s.id()).unwrap();
         assert_eq!(stored.messages.len(), 2);
@@ -414,14 +355,9 @@ async fn a_stream_cut_midway_keeps_the_user_message_and_marks_the_partial_reply(
             panic!()
         };
         assert_eq!(a.generated, "You said: ", "the two deltas that arrived");
-        assert!(
-            matches!(&a.outcome, ReplyOutcome::Failed { error_kind, .. } if error_kind == "connectivity")
-        );
+        assert!(matches!(&a.outcome, ReplyOutcome::Failed { error_kind, .. } if error_kind == "connectivity"));
         // The conversation goes on, and the next request is valid.
-        assert_eq!(
-            say(&mut s, "My name is Sam.").await.unwrap(),
-            "Nice to meet you, Sam!"
-        );
+        assert_eq!(say(&mut s, "My name is Sam.").await.unwrap(), "Nice to meet you, Sam!");
     }
 }
 
@@ -452,8 +388,7 @@ async fn cancelling_mid_stream_records_a_cancelled_partial_reply() {
     for rig in both() {
         let store = mem_store();
         let mut s = rig.session(&store, HistorySettings::default());
-        rig.server
-            .push(Behaviour::StallAfter(1, Duration::from_secs(30)));
+        rig.server.push(Behaviour::StallAfter(1, Duration::from_secs(30)));
         let cancel = CancellationToken::new();
         let c2 = cancel.clone();
         let err = s
@@ -478,15 +413,8 @@ async fn a_silent_server_times_out_as_connectivity() {
     let rig = Rig::new(ProviderKind::OpenAi);
     let mut c = rig.config();
     c.idle_timeout = Duration::from_millis(300);
-    let mut s = ChatSession::create(
-        mem_store(),
-        c.build().unwrap(),
-        "",
-        HistorySettings::default(),
-    )
-    .unwrap();
-    rig.server
-        .push(Behaviour::StallAfter(1, Duration::from_secs(5)));
+    let mut s = ChatSession::create(mem_store(), c.build().unwrap(), "", HistorySettings::default()).unwrap();
+    rig.server.push(Behaviour::StallAfter(1, Duration::from_secs(5)));
     let err = say(&mut s, "hello").await.unwrap_err();
     assert_eq!(err.kind(), "connectivity");
     assert!(err.to_string().contains("no data from the server"), "{err}");

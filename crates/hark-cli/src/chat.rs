@@ -62,8 +62,7 @@ pub struct ChatArgs {
     temperature: Option<f32>,
 }
 
-const DEFAULT_SYSTEM: &str =
-    "You are Hark, a helpful voice assistant. Answer in one to three short spoken sentences.";
+const DEFAULT_SYSTEM: &str = "You are Hark, a helpful voice assistant. Answer in one to three short spoken sentences.";
 
 /// Picks the provider: explicit, else `openai` for a custom base URL, else whichever has a
 /// key (Anthropic first), else Anthropic (which then explains how to add a key).
@@ -135,9 +134,7 @@ impl Out {
 
     fn error(&self, kind: &str, message: &str, next_step: &str) {
         if self.json {
-            self.event(
-                json!({"type": "error", "kind": kind, "message": message, "next_step": next_step}),
-            );
+            self.event(json!({"type": "error", "kind": kind, "message": message, "next_step": next_step}));
         } else {
             eprintln!("hark: {kind}: {message} ({next_step})");
         }
@@ -159,10 +156,7 @@ pub async fn run(args: ChatArgs, db: PathBuf) -> Result<ExitCode> {
         None => {
             let settings = HistorySettings::default();
             let system = args.system.as_deref().unwrap_or(DEFAULT_SYSTEM);
-            (
-                ChatSession::create(store.clone(), model, system, settings)?,
-                false,
-            )
+            (ChatSession::create(store.clone(), model, system, settings)?, false)
         }
     };
     session.set_reply_budget(reply_budget);
@@ -191,11 +185,7 @@ pub async fn run(args: ChatArgs, db: PathBuf) -> Result<ExitCode> {
         "provider": session.provider(), "model": conv.model(), "settings": conv.settings(), "db": db.display().to_string(),
     }));
     if !args.json && std::io::stderr().is_terminal() {
-        eprintln!(
-            "hark: session {} ({}); /help for commands",
-            session.id(),
-            conv.model()
-        );
+        eprintln!("hark: session {} ({}); /help for commands", session.id(), conv.model());
     }
 
     // Ctrl-C cancels the turn in flight, then the chat ends.
@@ -232,10 +222,7 @@ pub async fn run(args: ChatArgs, db: PathBuf) -> Result<ExitCode> {
             continue;
         }
         let text = line.strip_prefix('/').unwrap_or(line);
-        match session
-            .send(text, &interrupted, |e| on_turn_event(&out, e))
-            .await
-        {
+        match session.send(text, &interrupted, |e| on_turn_event(&out, e)).await {
             Ok(reply) => {
                 out.text("\n");
                 out.event(reply_event(&reply, &session));
@@ -245,20 +232,11 @@ pub async fn run(args: ChatArgs, db: PathBuf) -> Result<ExitCode> {
                     out.text("\n");
                 }
                 if let TurnError::Provider(p) = &e {
-                    if let Some(reply) = session
-                        .conversation()
-                        .record()
-                        .last()
-                        .filter(|m| !m.is_user())
-                    {
+                    if let Some(reply) = session.conversation().record().last().filter(|m| !m.is_user()) {
                         out.event(reply_event(reply, &session));
                     }
                     if p.kind == hark_core::provider::ErrorKind::Cancelled {
-                        out.error(
-                            "cancelled",
-                            "interrupted",
-                            "the partial reply is kept in the record",
-                        );
+                        out.error("cancelled", "interrupted", "the partial reply is kept in the record");
                         failed = true;
                         break;
                     }
@@ -271,25 +249,18 @@ pub async fn run(args: ChatArgs, db: PathBuf) -> Result<ExitCode> {
 
     if let Some(path) = &args.export {
         let json = export::to_json(&session.stored()?);
-        std::fs::write(path, json)
-            .with_context(|| format!("cannot write the export to {}", path.display()))?;
+        std::fs::write(path, json).with_context(|| format!("cannot write the export to {}", path.display()))?;
         out.event(json!({"type": "exported", "path": path.display().to_string()}));
     }
     if interrupted.is_cancelled() {
         return Ok(ExitCode::from(130));
     }
-    Ok(if failed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
 fn on_turn_event(out: &Out, e: TurnEvent) {
     match e {
-        TurnEvent::UserRecorded(m) => {
-            out.event(json!({"type": "user", "id": m.id, "text": m.text()}))
-        }
+        TurnEvent::UserRecorded(m) => out.event(json!({"type": "user", "id": m.id, "text": m.text()})),
         TurnEvent::Delta(d) => {
             out.text(&d);
             out.event(json!({"type": "delta", "text": d}));
@@ -320,10 +291,7 @@ fn reply_event(reply: &Message, session: &ChatSession) -> serde_json::Value {
 
 /// Runs a slash command; `false` ends the chat.
 fn command(session: &mut ChatSession, cmd: &str, out: &Out) -> Result<bool> {
-    let (name, rest) = cmd
-        .split_once(' ')
-        .map(|(a, b)| (a, b.trim()))
-        .unwrap_or((cmd, ""));
+    let (name, rest) = cmd.split_once(' ').map(|(a, b)| (a, b.trim())).unwrap_or((cmd, ""));
     match name {
         "reset" | "clear" => {
             session.clear()?;
@@ -343,7 +311,11 @@ fn command(session: &mut ChatSession, cmd: &str, out: &Out) -> Result<bool> {
                 session.set_settings(s)?;
                 out.event(json!({"type": "settings", "settings": s}));
             }
-            Err(_) => out.error("usage", &format!("/max-turns needs a number, got {rest:?}"), "e.g. /max-turns 5"),
+            Err(_) => out.error(
+                "usage",
+                &format!("/max-turns needs a number, got {rest:?}"),
+                "e.g. /max-turns 5",
+            ),
         },
         "history" => {
             let conv = session.conversation();

@@ -56,8 +56,7 @@ pub fn export(db: &Path, id: &str, markdown: bool, out: Option<&Path>) -> Result
         exp::to_json(&session)
     };
     match out {
-        Some(path) => std::fs::write(path, text)
-            .with_context(|| format!("cannot write {}", path.display()))?,
+        Some(path) => std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?,
         None => {
             let mut o = std::io::stdout().lock();
             o.write_all(text.as_bytes())?;
@@ -68,10 +67,8 @@ pub fn export(db: &Path, id: &str, markdown: bool, out: Option<&Path>) -> Result
 }
 
 pub fn import(db: &Path, file: &Path) -> Result<ExitCode> {
-    let text =
-        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
-    let (format, session) =
-        import::parse(&text).with_context(|| format!("cannot import {}", file.display()))?;
+    let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let (format, session) = import::parse(&text).with_context(|| format!("cannot import {}", file.display()))?;
     open(db)?.insert_session(&session)?;
     println!(
         "imported {} messages ({:?} format) as session {}",
@@ -102,10 +99,7 @@ pub fn keys(action: KeysAction) -> Result<ExitCode> {
             for p in secrets::PROVIDERS {
                 let line = match kc.get(p) {
                     Ok(Some((_, KeySource::Environment))) => {
-                        format!(
-                            "from the environment ({})",
-                            secrets::env_var(p).unwrap_or_default()
-                        )
+                        format!("from the environment ({})", secrets::env_var(p).unwrap_or_default())
                     }
                     Ok(Some((_, KeySource::Keychain))) => "stored in the keychain".to_string(),
                     Ok(None) => "absent".to_string(),

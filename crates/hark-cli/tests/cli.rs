@@ -43,12 +43,7 @@ fn run_with_stdin(mut cmd: Command, stdin: &str) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
     child.wait_with_output().unwrap()
 }
 
@@ -103,11 +98,7 @@ fn chat_remembers_the_name_with_an_openai_compatible_server_and_no_key() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o), "Nice to meet you, Sam!\nYour name is Sam.\n");
     let req = server.last();
-    assert_eq!(
-        req.header("authorization"),
-        None,
-        "local servers get no key"
-    );
+    assert_eq!(req.header("authorization"), None, "local servers get no key");
     assert_eq!(req.system().as_deref(), Some("Be brief."));
 }
 
@@ -142,20 +133,13 @@ fn no_history_and_max_turns_flags_shape_the_request() {
     let mut cmd = anthropic(&db, &server);
     cmd.args(["chat", "--no-history"]);
     let o = run_with_stdin(cmd, "My name is Sam.\nWhat's my name?\n");
-    assert_eq!(
-        stdout(&o),
-        "Nice to meet you, Sam!\nI don't know your name yet.\n"
-    );
+    assert_eq!(stdout(&o), "Nice to meet you, Sam!\nI don't know your name yet.\n");
     assert_eq!(server.last().messages().len(), 1);
 
     let mut cmd = anthropic(&db, &server);
     cmd.args(["chat", "--max-turns", "2"]);
     let o = run_with_stdin(cmd, "My name is Sam.\nI like tea.\nWhat's my name?\n");
-    assert!(
-        stdout(&o).ends_with("I don't know your name yet.\n"),
-        "{}",
-        stdout(&o)
-    );
+    assert!(stdout(&o).ends_with("I don't know your name yet.\n"), "{}", stdout(&o));
     assert_eq!(server.last().messages().len(), 3);
 }
 
@@ -171,10 +155,7 @@ fn reset_command_clears_the_context() {
         .filter(|e| e["type"] == "reply")
         .map(|e| e["text"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(
-        replies,
-        vec!["Nice to meet you, Sam!", "I don't know your name yet."]
-    );
+    assert_eq!(replies, vec!["Nice to meet you, Sam!", "I don't know your name yet."]);
     assert!(events(&o).iter().any(|e| e["type"] == "reset"));
 }
 
@@ -220,8 +201,8 @@ fn export_sessions_import_round_trip() {
         stdout(&o)
     );
 
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../hark-core/tests/fixtures/deepgram-function-calls.jsonc");
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../hark-core/tests/fixtures/deepgram-function-calls.jsonc");
     let o = hark(&db).arg("import").arg(&fixture).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("(Deepgram format)"));
@@ -268,11 +249,7 @@ fn a_bad_import_names_the_problem_and_changes_nothing() {
     assert!(o.status.success());
     let before = std::fs::read(&db).ok();
     let bad = dir.path().join("bad.json");
-    std::fs::write(
-        &bad,
-        r#"[{"type": "History", "role": "narrator", "content": "x"}]"#,
-    )
-    .unwrap();
+    std::fs::write(&bad, r#"[{"type": "History", "role": "narrator", "content": "x"}]"#).unwrap();
     let o = hark(&db).arg("import").arg(&bad).output().unwrap();
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
@@ -310,17 +287,11 @@ fn failures_exit_non_zero_with_a_one_line_reason() {
         "{err}"
     );
 
-    let o = hark(&db)
-        .args(["export", "no-such-session"])
-        .output()
-        .unwrap();
+    let o = hark(&db).args(["export", "no-such-session"]).output().unwrap();
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(stderr(&o).trim(), "hark: no session \"no-such-session\"");
 
-    let o = hark(&db)
-        .args(["chat", "--llm", "gemini"])
-        .output()
-        .unwrap();
+    let o = hark(&db).args(["chat", "--llm", "gemini"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "argument errors come from clap");
     assert!(stderr(&o).contains("unknown LLM provider \"gemini\""));
 }
@@ -374,9 +345,7 @@ fn kill_9_mid_stream_loses_no_committed_message() {
     child.wait().unwrap();
 
     let conn = rusqlite::Connection::open(&db).unwrap();
-    let ok: String = conn
-        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-        .unwrap();
+    let ok: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
     assert_eq!(ok, "ok");
     let mut stmt = conn
         .prepare("SELECT kind, text FROM messages WHERE session_id=?1 ORDER BY seq")

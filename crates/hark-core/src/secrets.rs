@@ -77,9 +77,12 @@ pub struct Keychain {
 }
 
 impl Default for Keychain {
+    /// Hark's own service name, or `HARK_KEYCHAIN_SERVICE` when set (side-by-side installs
+    /// and tests that must not touch the user's real entries).
     fn default() -> Self {
+        let service = std::env::var("HARK_KEYCHAIN_SERVICE").ok().filter(|s| !s.is_empty());
         Self {
-            service: SERVICE.to_string(),
+            service: service.unwrap_or_else(|| SERVICE.to_string()),
         }
     }
 }
@@ -101,13 +104,11 @@ impl Keychain {
 
     /// The key for a provider: the environment variable if set, else the keychain.
     pub fn get(&self, provider: &str) -> Result<Option<(ApiKey, KeySource)>, SecretError> {
-        let var =
-            env_var(provider).ok_or_else(|| SecretError::UnknownProvider(provider.to_string()))?;
+        let var = env_var(provider).ok_or_else(|| SecretError::UnknownProvider(provider.to_string()))?;
         if let Some(v) = std::env::var(var).ok().filter(|v| !v.trim().is_empty()) {
             return Ok(Some((ApiKey(v.trim().to_string()), KeySource::Environment)));
         }
-        self.get_stored(provider)
-            .map(|k| k.map(|k| (k, KeySource::Keychain)))
+        self.get_stored(provider).map(|k| k.map(|k| (k, KeySource::Keychain)))
     }
 
     /// The key stored in the keychain only (ignores the environment).
@@ -151,13 +152,7 @@ mod tests {
     #[test]
     fn unknown_providers_and_empty_keys_are_refused_before_the_keychain() {
         let kc = Keychain::with_service("hark-test-unused");
-        assert!(matches!(
-            kc.set("acme", "k"),
-            Err(SecretError::UnknownProvider(_))
-        ));
-        assert!(matches!(
-            kc.set("openai", "  \n"),
-            Err(SecretError::EmptyKey)
-        ));
+        assert!(matches!(kc.set("acme", "k"), Err(SecretError::UnknownProvider(_))));
+        assert!(matches!(kc.set("openai", "  \n"), Err(SecretError::EmptyKey)));
     }
 }

@@ -46,30 +46,15 @@ impl TokenCounter {
     pub fn for_model(model: &str) -> Self {
         let tokenizer = get_tokenizer(model).or_else(|| {
             // Newer OpenAI families that the table may not list yet use o200k.
-            [
-                "gpt-4o",
-                "gpt-4.1",
-                "gpt-4.5",
-                "gpt-5",
-                "o1",
-                "o3",
-                "o4",
-                "chatgpt-4o",
-            ]
-            .iter()
-            .any(|p| model.starts_with(p))
-            .then_some(Tokenizer::O200kBase)
+            ["gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o"]
+                .iter()
+                .any(|p| model.starts_with(p))
+                .then_some(Tokenizer::O200kBase)
         });
         match tokenizer {
-            Some(Tokenizer::Cl100kBase) => {
-                Self::exact(tiktoken_rs::cl100k_base_singleton(), "cl100k_base")
-            }
-            Some(Tokenizer::O200kHarmony) => {
-                Self::exact(tiktoken_rs::o200k_harmony_singleton(), "o200k_harmony")
-            }
-            Some(Tokenizer::O200kBase) => {
-                Self::exact(tiktoken_rs::o200k_base_singleton(), "o200k_base")
-            }
+            Some(Tokenizer::Cl100kBase) => Self::exact(tiktoken_rs::cl100k_base_singleton(), "cl100k_base"),
+            Some(Tokenizer::O200kHarmony) => Self::exact(tiktoken_rs::o200k_harmony_singleton(), "o200k_harmony"),
+            Some(Tokenizer::O200kBase) => Self::exact(tiktoken_rs::o200k_base_singleton(), "o200k_base"),
             _ => Self::estimate(),
         }
     }

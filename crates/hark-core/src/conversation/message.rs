@@ -140,9 +140,7 @@ impl ToolResult {
             ToolState::Done => self.content.clone(),
             ToolState::Error => format!("error: {}", self.content),
             ToolState::InProgress => r#"{"status":"in_progress"}"#.to_string(),
-            ToolState::Cancelled => {
-                r#"{"status":"cancelled","reason":"interrupted by the user"}"#.to_string()
-            }
+            ToolState::Cancelled => r#"{"status":"cancelled","reason":"interrupted by the user"}"#.to_string(),
         }
     }
 }

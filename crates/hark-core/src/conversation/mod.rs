@@ -19,8 +19,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::tokens::{self, TokenCounter, MESSAGE_OVERHEAD, REQUEST_OVERHEAD};
 pub use message::{
-    new_id, AssistantMessage, Latency, Message, MessageId, MessageKind, ReplyOutcome, ToolCall,
-    ToolResult, ToolState, Usage,
+    new_id, AssistantMessage, Latency, Message, MessageId, MessageKind, ReplyOutcome, ToolCall, ToolResult, ToolState,
+    Usage,
 };
 pub use prompt::{merge_adjacent_users, Prompt, PromptMessage};
 
@@ -323,8 +323,7 @@ impl Conversation {
             .iter()
             .filter_map(to_prompt_message)
             .collect();
-        let raw = (self.fixed_cost as u64 + self.prefix[w.end] - self.prefix[w.start])
-            .min(u32::MAX as u64) as u32;
+        let raw = (self.fixed_cost as u64 + self.prefix[w.end] - self.prefix[w.start]).min(u32::MAX as u64) as u32;
         Ok(Prompt {
             system: self.system_text(),
             messages: merge_adjacent_users(messages),
@@ -361,9 +360,7 @@ impl Conversation {
         if text.is_empty() {
             return Err(HistoryError::EmptyUtterance);
         }
-        Ok(self.append(Message::new(MessageKind::User {
-            text: text.to_string(),
-        })))
+        Ok(self.append(Message::new(MessageKind::User { text: text.to_string() })))
     }
 
     /// Records a model response (complete, cut short, or cancelled). Returns the reply.
@@ -430,7 +427,9 @@ impl Conversation {
             } else {
                 "finished"
             };
-            let note = format!("The earlier call to `{name}` (id {call_id}) {verdict} after the conversation moved on: {content}");
+            let note = format!(
+                "The earlier call to `{name}` (id {call_id}) {verdict} after the conversation moved on: {content}"
+            );
             self.append(Message::new(MessageKind::Note { text: note }));
             return Ok(ToolResolution::LateNote(self.record.len() - 1));
         }
@@ -536,8 +535,7 @@ impl Conversation {
 
     /// Learns from the provider's reported input tokens for a prompt (see `tokens`).
     pub fn calibrate(&mut self, prompt_raw_tokens: u32, reported_input_tokens: u32) {
-        self.counter
-            .calibrate(prompt_raw_tokens, reported_input_tokens);
+        self.counter.calibrate(prompt_raw_tokens, reported_input_tokens);
     }
 
     /// Appends a message whatever its kind (used by `from_record` and import as well).
@@ -606,17 +604,13 @@ fn message_cost(counter: &TokenCounter, m: &Message) -> u32 {
         return 0;
     }
     match &m.kind {
-        MessageKind::User { text } | MessageKind::Note { text } => {
-            counter.count(text) + MESSAGE_OVERHEAD
-        }
+        MessageKind::User { text } | MessageKind::Note { text } => counter.count(text) + MESSAGE_OVERHEAD,
         MessageKind::Assistant(a) => {
             counter.count(a.context_text())
                 + MESSAGE_OVERHEAD
                 + a.tool_calls
                     .iter()
-                    .map(|c| {
-                        counter.count(&c.name) + counter.count(&c.arguments) + MESSAGE_OVERHEAD
-                    })
+                    .map(|c| counter.count(&c.name) + counter.count(&c.arguments) + MESSAGE_OVERHEAD)
                     .sum::<u32>()
         }
         MessageKind::ToolResult(r) => counter.count(&r.context_text()) + MESSAGE_OVERHEAD,

@@ -45,9 +45,7 @@ impl PromptMessage {
     /// The message's main text.
     pub fn text(&self) -> &str {
         match self {
-            PromptMessage::User { text }
-            | PromptMessage::Assistant { text, .. }
-            | PromptMessage::Note { text } => text,
+            PromptMessage::User { text } | PromptMessage::Assistant { text, .. } | PromptMessage::Note { text } => text,
             PromptMessage::ToolResult { content, .. } => content,
         }
     }
@@ -59,9 +57,7 @@ impl PromptMessage {
 pub fn merge_adjacent_users(messages: Vec<PromptMessage>) -> Vec<PromptMessage> {
     let mut out: Vec<PromptMessage> = Vec::with_capacity(messages.len());
     for m in messages {
-        if let (Some(PromptMessage::User { text: prev }), PromptMessage::User { text }) =
-            (out.last_mut(), &m)
-        {
+        if let (Some(PromptMessage::User { text: prev }), PromptMessage::User { text }) = (out.last_mut(), &m) {
             prev.push_str("\n\n");
             prev.push_str(text);
             continue;

@@ -37,9 +37,7 @@ fn texts(p: &Prompt) -> Vec<String> {
         .map(|m| match m {
             PromptMessage::User { text } => format!("u:{text}"),
             PromptMessage::Assistant { text, .. } => format!("a:{text}"),
-            PromptMessage::ToolResult {
-                call_id, content, ..
-            } => format!("t:{call_id}={content}"),
+            PromptMessage::ToolResult { call_id, content, .. } => format!("t:{call_id}={content}"),
             PromptMessage::Note { text } => format!("n:{text}"),
         })
         .collect()
@@ -111,11 +109,7 @@ fn rule3_user_message_enters_record_and_context_before_the_request() {
     let p = c.prompt().unwrap();
     assert_eq!(
         texts(&p),
-        vec![
-            "u:My name is Sam.",
-            "a:Nice to meet you, Sam!",
-            "u:What's my name?"
-        ]
+        vec!["u:My name is Sam.", "a:Nice to meet you, Sam!", "u:What's my name?"]
     );
 }
 
@@ -189,11 +183,7 @@ fn rule5_budget_drops_the_oldest_whole_turns() {
     assert_eq!(c.window().turns, 4);
     c.push_user("hello u5").unwrap();
     let p = c.prompt().unwrap();
-    assert_eq!(
-        p.messages.len(),
-        9,
-        "four turns and the current message fit exactly"
-    );
+    assert_eq!(p.messages.len(), 9, "four turns and the current message fit exactly");
     assert_eq!(p.estimated_tokens, budget);
     c.push_reply(reply("hello a5"));
     c.push_user("hello u6").unwrap();
@@ -241,10 +231,7 @@ fn rule6_system_prompt_is_outside_the_context_and_swappable() {
     assert!(p1.messages.iter().all(|m| !m.text().contains("helpful")));
     c.set_system_prompt("You are terse.");
     let p2 = turn(&mut c, "u2", "a2");
-    assert_eq!(
-        p2.system, "You are terse.",
-        "effective from the next request"
-    );
+    assert_eq!(p2.system, "You are terse.", "effective from the next request");
     // It never counts as a turn and is never trimmed, even with max_turns = 1.
     assert_eq!(p2.messages.len(), 1);
     assert_eq!(c.turn_count(), 2);
@@ -293,28 +280,19 @@ fn rule9_interrupted_reply_keeps_generated_and_heard_and_context_uses_heard() {
     let mut c = conv(10);
     c.push_user("Tell me a story").unwrap();
     let id = c
-        .push_reply(reply(
-            "Once upon a time there was a fox. It lived in a wood.",
-        ))
+        .push_reply(reply("Once upon a time there was a fox. It lived in a wood."))
         .id
         .clone();
-    c.mark_interrupted(&id, "Once upon a time", Some(900))
-        .unwrap();
+    c.mark_interrupted(&id, "Once upon a time", Some(900)).unwrap();
     let MessageKind::Assistant(a) = &c.record()[1].kind else {
         panic!()
     };
-    assert_eq!(
-        a.generated,
-        "Once upon a time there was a fox. It lived in a wood."
-    );
+    assert_eq!(a.generated, "Once upon a time there was a fox. It lived in a wood.");
     assert_eq!(a.heard.as_deref(), Some("Once upon a time"));
     assert!(a.interrupted);
     c.push_user("Go on").unwrap();
     let p = c.prompt().unwrap();
-    assert_eq!(
-        texts(&p),
-        vec!["u:Tell me a story", "a:Once upon a time", "u:Go on"]
-    );
+    assert_eq!(texts(&p), vec!["u:Tell me a story", "a:Once upon a time", "u:Go on"]);
 }
 
 #[test]
@@ -382,11 +360,7 @@ fn rule10_call_and_placeholder_enter_together_and_the_result_replaces_it_in_plac
         ToolResolution::InPlace(3)
     );
     let p = c.prompt().unwrap();
-    assert_eq!(
-        texts(&p)[3],
-        "t:c2=42",
-        "replaced where it sits, by call id"
-    );
+    assert_eq!(texts(&p)[3], "t:c2=42", "replaced where it sits, by call id");
     assert_eq!(c.record().len(), 5);
 }
 
@@ -396,17 +370,12 @@ fn rule10_late_result_after_the_conversation_moved_on_becomes_a_note() {
     c.push_user("book a table").unwrap();
     c.push_tool_calls("", vec![call("c1")]);
     c.push_user("and what's the weather?").unwrap();
-    let r = c
-        .resolve_tool_call("c1", ToolState::Done, "booked for 8pm")
-        .unwrap();
+    let r = c.resolve_tool_call("c1", ToolState::Done, "booked for 8pm").unwrap();
     assert_eq!(r, ToolResolution::LateNote(4));
     let MessageKind::Note { text } = &c.record()[4].kind else {
         panic!()
     };
-    assert!(
-        text.contains("booked for 8pm") && text.contains("c1"),
-        "{text}"
-    );
+    assert!(text.contains("booked for 8pm") && text.contains("c1"), "{text}");
 }
 
 #[test]
@@ -414,8 +383,7 @@ fn rule10_barge_in_cancels_running_calls_but_settled_results_are_final() {
     let mut c = conv(10);
     c.push_user("do two things").unwrap();
     c.push_tool_calls("", vec![call("c1"), call("c2")]);
-    c.resolve_tool_call("c1", ToolState::Done, "done one")
-        .unwrap();
+    c.resolve_tool_call("c1", ToolState::Done, "done one").unwrap();
     assert_eq!(c.cancel_pending_tool_calls(), vec![3]);
     let MessageKind::ToolResult(r) = &c.record()[3].kind else {
         panic!()
@@ -464,9 +432,7 @@ fn rule10_trimming_never_splits_a_call_from_its_result() {
     let calls: usize = p
         .messages
         .iter()
-        .filter(
-            |m| matches!(m, PromptMessage::Assistant { tool_calls, .. } if !tool_calls.is_empty()),
-        )
+        .filter(|m| matches!(m, PromptMessage::Assistant { tool_calls, .. } if !tool_calls.is_empty()))
         .count();
     let results = p
         .messages
@@ -479,10 +445,7 @@ fn rule10_trimming_never_splits_a_call_from_its_result() {
 #[test]
 fn empty_utterance_is_rejected_and_not_recorded() {
     let mut c = conv(10);
-    assert_eq!(
-        c.push_user("   \n").unwrap_err(),
-        HistoryError::EmptyUtterance
-    );
+    assert_eq!(c.push_user("   \n").unwrap_err(), HistoryError::EmptyUtterance);
     assert!(c.record().is_empty());
 }
 
@@ -494,13 +457,7 @@ fn resume_from_record_gives_the_same_context() {
     }
     c.clear();
     turn(&mut c, "u6", "a6");
-    let again = Conversation::from_record(
-        "s1",
-        "gpt-4o",
-        c.system_prompt(),
-        c.settings(),
-        c.record().to_vec(),
-    );
+    let again = Conversation::from_record("s1", "gpt-4o", c.system_prompt(), c.settings(), c.record().to_vec());
     assert_eq!(again.history(), c.history());
     assert_eq!(again.window(), c.window());
 }
@@ -512,12 +469,10 @@ fn summary_and_recall_sit_beside_the_system_prompt_and_count_in_the_budget() {
     c.set_summary(Some("The user is Sam.".into()));
     c.set_recall(Some("- likes tea".into()));
     let p = turn(&mut c, "hi", "hello");
-    assert!(p.system.starts_with("You are a helpful voice assistant.\n\nSummary of the earlier conversation:\nThe user is Sam."));
+    assert!(p
+        .system
+        .starts_with("You are a helpful voice assistant.\n\nSummary of the earlier conversation:\nThe user is Sam."));
     assert!(p.system.ends_with("- likes tea"));
-    assert_eq!(
-        p.messages.len(),
-        1,
-        "summary and recall do not touch the context list"
-    );
+    assert_eq!(p.messages.len(), 1, "summary and recall do not touch the context list");
     assert!(c.window().tokens > before);
 }

@@ -8,10 +8,7 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::http::{classify, error_fields, parse_data, EventReader, Sender};
-use super::{
-    endpoint, send_delta, ChatModel, Completion, DeltaSink, ErrorKind, ProviderConfig,
-    ProviderError,
-};
+use super::{endpoint, send_delta, ChatModel, Completion, DeltaSink, ErrorKind, ProviderConfig, ProviderError};
 use crate::conversation::{Prompt, PromptMessage, ToolCall};
 
 const PROVIDER: &str = "anthropic";
@@ -57,10 +54,7 @@ pub fn encode_messages(messages: &[PromptMessage]) -> Vec<Value> {
     for m in messages {
         let (role, blocks) = match m {
             PromptMessage::User { text } => ("user", vec![json!({"type": "text", "text": text})]),
-            PromptMessage::Note { text } => (
-                "user",
-                vec![json!({"type": "text", "text": format!("[note] {text}")})],
-            ),
+            PromptMessage::Note { text } => ("user", vec![json!({"type": "text", "text": format!("[note] {text}")})]),
             PromptMessage::Assistant { text, tool_calls } => {
                 let mut blocks = Vec::new();
                 if !text.is_empty() {
@@ -78,9 +72,7 @@ pub fn encode_messages(messages: &[PromptMessage]) -> Vec<Value> {
                 ..
             } => (
                 "user",
-                vec![
-                    json!({"type": "tool_result", "tool_use_id": call_id, "content": content, "is_error": is_error}),
-                ],
+                vec![json!({"type": "tool_result", "tool_use_id": call_id, "content": content, "is_error": is_error})],
             ),
         };
         match out.last_mut() {
@@ -130,11 +122,7 @@ impl ChatModel for Anthropic {
         &self.config.model
     }
 
-    async fn stream(
-        &self,
-        prompt: &Prompt,
-        on_delta: &DeltaSink,
-    ) -> Result<Completion, ProviderError> {
+    async fn stream(&self, prompt: &Prompt, on_delta: &DeltaSink) -> Result<Completion, ProviderError> {
         let Some(key) = self.config.api_key.as_deref() else {
             return Err(ProviderError::new(
                 PROVIDER,
@@ -158,11 +146,7 @@ impl ChatModel for Anthropic {
                     .json(&body)
             })
             .await?;
-        read_stream(
-            EventReader::new(resp, self.config.idle_timeout, PROVIDER),
-            on_delta,
-        )
-        .await
+        read_stream(EventReader::new(resp, self.config.idle_timeout, PROVIDER), on_delta).await
     }
 }
 
@@ -172,10 +156,7 @@ struct PendingTool {
     call: ToolCall,
 }
 
-async fn read_stream(
-    mut events: EventReader,
-    on_delta: &DeltaSink,
-) -> Result<Completion, ProviderError> {
+async fn read_stream(mut events: EventReader, on_delta: &DeltaSink) -> Result<Completion, ProviderError> {
     let mut done = Completion::default();
     let mut tools: Vec<PendingTool> = Vec::new();
     let mut stopped = false;
@@ -192,14 +173,10 @@ async fn read_stream(
                 done.model = m["model"].as_str().map(str::to_string);
                 let u = &m["usage"];
                 // Cached prompt tokens are input tokens too.
-                let input = [
-                    "input_tokens",
-                    "cache_creation_input_tokens",
-                    "cache_read_input_tokens",
-                ]
-                .iter()
-                .filter_map(|k| u[*k].as_u64())
-                .sum::<u64>();
+                let input = ["input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"]
+                    .iter()
+                    .filter_map(|k| u[*k].as_u64())
+                    .sum::<u64>();
                 if u["input_tokens"].is_u64() {
                     done.usage.input_tokens = Some(input as u32);
                 }
@@ -226,9 +203,7 @@ async fn read_stream(
                 let d = &data["delta"];
                 match d["type"].as_str() {
                     Some("text_delta") => {
-                        let t = d["text"]
-                            .as_str()
-                            .ok_or_else(|| invalid("text_delta without text"))?;
+                        let t = d["text"].as_str().ok_or_else(|| invalid("text_delta without text"))?;
                         done.text.push_str(t);
                         send_delta(on_delta, t);
                     }
@@ -327,9 +302,7 @@ mod tests {
                     content: "sunny".into(),
                     is_error: false,
                 },
-                PromptMessage::Note {
-                    text: "late".into(),
-                },
+                PromptMessage::Note { text: "late".into() },
             ],
             ..Default::default()
         };

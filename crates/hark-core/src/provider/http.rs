@@ -14,16 +14,8 @@ const MAX_ERROR_BODY: usize = 16 * 1024;
 
 /// Maps an HTTP status plus the provider's error `type`/`code` to an [`ErrorKind`].
 pub(crate) fn classify(status: u16, error_type: Option<&str>, code: Option<&str>) -> ErrorKind {
-    let says = |names: &[&str]| {
-        names
-            .iter()
-            .any(|n| Some(*n) == error_type || Some(*n) == code)
-    };
-    if says(&[
-        "insufficient_quota",
-        "billing_error",
-        "billing_hard_limit_reached",
-    ]) {
+    let says = |names: &[&str]| names.iter().any(|n| Some(*n) == error_type || Some(*n) == code);
+    if says(&["insufficient_quota", "billing_error", "billing_hard_limit_reached"]) {
         return ErrorKind::Quota;
     }
     match status {
@@ -56,10 +48,7 @@ pub(crate) struct Sender {
 }
 
 impl Sender {
-    pub async fn send(
-        &self,
-        build: impl Fn() -> RequestBuilder,
-    ) -> Result<Response, ProviderError> {
+    pub async fn send(&self, build: impl Fn() -> RequestBuilder) -> Result<Response, ProviderError> {
         let mut attempt = 0;
         loop {
             let err = match build().send().await {
@@ -96,15 +85,8 @@ impl Sender {
             source = c.to_string();
             cur = c.source();
         }
-        let url = e
-            .url()
-            .map(|u| format!(" to {}", u.as_str()))
-            .unwrap_or_default();
-        ProviderError::new(
-            self.provider,
-            ErrorKind::Connectivity,
-            format!("{what}{url}: {source}"),
-        )
+        let url = e.url().map(|u| format!(" to {}", u.as_str())).unwrap_or_default();
+        ProviderError::new(self.provider, ErrorKind::Connectivity, format!("{what}{url}: {source}"))
     }
 
     async fn http_error(&self, resp: Response) -> ProviderError {
@@ -126,10 +108,7 @@ impl Sender {
             if text.is_empty() {
                 format!("HTTP {status}")
             } else {
-                format!(
-                    "HTTP {status}: {}",
-                    text.chars().take(300).collect::<String>()
-                )
+                format!("HTTP {status}: {}", text.chars().take(300).collect::<String>())
             }
         });
         ProviderError {
@@ -200,10 +179,7 @@ impl EventReader {
                     return Err(ProviderError::new(
                         self.provider,
                         ErrorKind::Connectivity,
-                        format!(
-                            "no data from the server for {} s mid-reply",
-                            self.idle.as_secs_f32()
-                        ),
+                        format!("no data from the server for {} s mid-reply", self.idle.as_secs_f32()),
                     ))
                 }
             }
@@ -232,32 +208,17 @@ mod tests {
 
     #[test]
     fn statuses_and_provider_types_map_to_kinds() {
-        assert_eq!(
-            classify(401, Some("authentication_error"), None),
-            ErrorKind::Auth
-        );
-        assert_eq!(
-            classify(403, Some("permission_error"), None),
-            ErrorKind::Auth
-        );
-        assert_eq!(
-            classify(429, Some("rate_limit_error"), None),
-            ErrorKind::RateLimit
-        );
+        assert_eq!(classify(401, Some("authentication_error"), None), ErrorKind::Auth);
+        assert_eq!(classify(403, Some("permission_error"), None), ErrorKind::Auth);
+        assert_eq!(classify(429, Some("rate_limit_error"), None), ErrorKind::RateLimit);
         assert_eq!(
             classify(429, Some("insufficient_quota"), Some("insufficient_quota")),
             ErrorKind::Quota
         );
         assert_eq!(classify(400, Some("billing_error"), None), ErrorKind::Quota);
-        assert_eq!(
-            classify(529, Some("overloaded_error"), None),
-            ErrorKind::Server
-        );
+        assert_eq!(classify(529, Some("overloaded_error"), None), ErrorKind::Server);
         assert_eq!(classify(500, None, None), ErrorKind::Server);
-        assert_eq!(
-            classify(404, Some("not_found_error"), None),
-            ErrorKind::InvalidRequest
-        );
+        assert_eq!(classify(404, Some("not_found_error"), None), ErrorKind::InvalidRequest);
         assert_eq!(classify(302, None, None), ErrorKind::InvalidResponse);
         assert!(ErrorKind::RateLimit.is_retryable() && ErrorKind::Server.is_retryable());
         assert!(!ErrorKind::Quota.is_retryable() && !ErrorKind::Auth.is_retryable());

@@ -68,9 +68,7 @@ impl std::str::FromStr for ProviderKind {
         match s.to_ascii_lowercase().as_str() {
             "anthropic" | "claude" => Ok(ProviderKind::Anthropic),
             "openai" | "openai-compatible" => Ok(ProviderKind::OpenAi),
-            other => Err(format!(
-                "unknown LLM provider {other:?}: use anthropic or openai"
-            )),
+            other => Err(format!("unknown LLM provider {other:?}: use anthropic or openai")),
         }
     }
 }
@@ -204,9 +202,7 @@ impl ErrorKind {
     /// What the user can do about it.
     pub fn next_step(self) -> &'static str {
         match self {
-            ErrorKind::Auth => {
-                "check the API key (hark keys set <provider>) or the environment variable"
-            }
+            ErrorKind::Auth => "check the API key (hark keys set <provider>) or the environment variable",
             ErrorKind::RateLimit => "wait a moment and try again",
             ErrorKind::Quota => "add credit or raise the plan's limit with the provider",
             ErrorKind::Connectivity => "check the network connection and the provider's base URL",
@@ -291,11 +287,7 @@ pub trait ChatModel: Send + Sync {
     /// Streams one reply. Text arrives through `on_delta` as it is generated; the returned
     /// [`Completion`] repeats it whole. Cancel by dropping the future: the connection closes.
     /// A channel rather than a callback, so the caller's task owns what happens to each delta.
-    async fn stream(
-        &self,
-        prompt: &Prompt,
-        on_delta: &DeltaSink,
-    ) -> Result<Completion, ProviderError>;
+    async fn stream(&self, prompt: &Prompt, on_delta: &DeltaSink) -> Result<Completion, ProviderError>;
 }
 
 /// Where a streaming reply's text deltas go, in order.
@@ -309,9 +301,5 @@ fn send_delta(sink: &DeltaSink, text: &str) {
 
 /// Joins a base URL and a path without doubling or losing the slash.
 fn endpoint(base: &str, path: &str) -> String {
-    format!(
-        "{}/{}",
-        base.trim_end_matches('/'),
-        path.trim_start_matches('/')
-    )
+    format!("{}/{}", base.trim_end_matches('/'), path.trim_start_matches('/'))
 }

@@ -8,10 +8,7 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::http::{classify, error_fields, parse_data, EventReader, Sender};
-use super::{
-    endpoint, send_delta, ChatModel, Completion, DeltaSink, ErrorKind, ProviderConfig,
-    ProviderError,
-};
+use super::{endpoint, send_delta, ChatModel, Completion, DeltaSink, ErrorKind, ProviderConfig, ProviderError};
 use crate::conversation::{Prompt, PromptMessage, ToolCall};
 
 const PROVIDER: &str = "openai";
@@ -35,9 +32,7 @@ impl OpenAi {
 /// Reasoning models take `max_completion_tokens`; everything else (and every compatible
 /// server) takes `max_tokens`.
 fn uses_max_completion_tokens(model: &str) -> bool {
-    ["o1", "o3", "o4", "gpt-5"]
-        .iter()
-        .any(|p| model.starts_with(p))
+    ["o1", "o3", "o4", "gpt-5"].iter().any(|p| model.starts_with(p))
 }
 
 /// The request body for a prompt.
@@ -84,9 +79,7 @@ pub fn encode_messages(messages: &[PromptMessage]) -> Vec<Value> {
                     "function": {"name": c.name, "arguments": c.arguments},
                 })).collect::<Vec<_>>(),
             }),
-            PromptMessage::ToolResult {
-                call_id, content, ..
-            } => {
+            PromptMessage::ToolResult { call_id, content, .. } => {
                 json!({"role": "tool", "tool_call_id": call_id, "content": content})
             }
         })
@@ -103,11 +96,7 @@ impl ChatModel for OpenAi {
         &self.config.model
     }
 
-    async fn stream(
-        &self,
-        prompt: &Prompt,
-        on_delta: &DeltaSink,
-    ) -> Result<Completion, ProviderError> {
+    async fn stream(&self, prompt: &Prompt, on_delta: &DeltaSink) -> Result<Completion, ProviderError> {
         let key = self.config.api_key.as_deref();
         if key.is_none() && self.config.is_public_endpoint() {
             return Err(ProviderError::new(
@@ -124,29 +113,18 @@ impl ChatModel for OpenAi {
         };
         let resp = sender
             .send(|| {
-                let req = self
-                    .client
-                    .post(&url)
-                    .header("accept", "text/event-stream")
-                    .json(&body);
+                let req = self.client.post(&url).header("accept", "text/event-stream").json(&body);
                 match key {
                     Some(k) => req.bearer_auth(k),
                     None => req, // local servers (Ollama, llama.cpp) need none
                 }
             })
             .await?;
-        read_stream(
-            EventReader::new(resp, self.config.idle_timeout, PROVIDER),
-            on_delta,
-        )
-        .await
+        read_stream(EventReader::new(resp, self.config.idle_timeout, PROVIDER), on_delta).await
     }
 }
 
-async fn read_stream(
-    mut events: EventReader,
-    on_delta: &DeltaSink,
-) -> Result<Completion, ProviderError> {
+async fn read_stream(mut events: EventReader, on_delta: &DeltaSink) -> Result<Completion, ProviderError> {
     let mut done = Completion::default();
     // Tool calls stream as fragments keyed by `index`.
     let mut tools: Vec<(u64, ToolCall)> = Vec::new();
@@ -159,10 +137,7 @@ async fn read_stream(
         let chunk = parse_data(PROVIDER, &ev)?;
         if chunk.get("error").is_some_and(|e| !e.is_null()) {
             let (etype, code, message) = error_fields(&chunk);
-            let status = chunk["error"]["status"]
-                .as_u64()
-                .map(|s| s as u16)
-                .unwrap_or(500);
+            let status = chunk["error"]["status"].as_u64().map(|s| s as u16).unwrap_or(500);
             let mut e = ProviderError::new(
                 PROVIDER,
                 classify(status, etype.as_deref(), code.as_deref()),
@@ -191,10 +166,7 @@ async fn read_stream(
                 ),
             ));
         };
-        for choice in choices
-            .iter()
-            .filter(|c| c["index"].as_u64().unwrap_or(0) == 0)
-        {
+        for choice in choices.iter().filter(|c| c["index"].as_u64().unwrap_or(0) == 0) {
             let delta = &choice["delta"];
             if let Some(t) = delta["content"].as_str().filter(|t| !t.is_empty()) {
                 done.text.push_str(t);

@@ -71,10 +71,7 @@ impl SseParser {
                 }
                 self.skip_lf = false;
             }
-            let Some(rel) = self.buf[pos..]
-                .iter()
-                .position(|&b| b == b'\n' || b == b'\r')
-            else {
+            let Some(rel) = self.buf[pos..].iter().position(|&b| b == b'\n' || b == b'\r') else {
                 break None;
             };
             let end = pos + rel;

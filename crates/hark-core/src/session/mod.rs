@@ -15,8 +15,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::conversation::{
-    AssistantMessage, Conversation, HistoryError, HistorySettings, Latency, Message, ReplyOutcome,
-    ToolState, Usage,
+    AssistantMessage, Conversation, HistoryError, HistorySettings, Latency, Message, ReplyOutcome, ToolState, Usage,
 };
 use crate::provider::{ChatModel, Completion, ErrorKind, ProviderError};
 use crate::store::{SessionMeta, Store, StoreError, StoredSession};
@@ -60,9 +59,7 @@ impl TurnError {
             }
             TurnError::History(_) => "say something and try again",
             TurnError::Provider(e) => e.kind.next_step(),
-            TurnError::Store(_) => {
-                "check that the database file is writable and the disk is not full"
-            }
+            TurnError::Store(_) => "check that the database file is writable and the disk is not full",
         }
     }
 }
@@ -97,11 +94,7 @@ impl ChatSession {
     }
 
     /// Resumes a stored session with (possibly another) model.
-    pub fn resume(
-        store: Arc<Store>,
-        id: &str,
-        model: Box<dyn ChatModel>,
-    ) -> Result<Self, StoreError> {
+    pub fn resume(store: Arc<Store>, id: &str, model: Box<dyn ChatModel>) -> Result<Self, StoreError> {
         let stored = store.load_session(id)?;
         let conv = stored.conversation(model.model());
         let mut meta = stored.meta;
@@ -166,8 +159,7 @@ impl ChatSession {
     }
 
     fn save_at(&self, i: usize) -> Result<(), StoreError> {
-        self.store
-            .save_message(&self.meta.id, i, &self.conv.record()[i])
+        self.store.save_message(&self.meta.id, i, &self.conv.record()[i])
     }
 
     /// Runs one text turn. Returns the recorded reply. On failure the user message is

@@ -85,24 +85,11 @@ pub fn to_markdown(session: &StoredSession) -> String {
     use std::fmt::Write;
     let meta = &session.meta;
     let mut md = String::new();
-    let _ = writeln!(
-        md,
-        "# {}\n",
-        meta.title.as_deref().unwrap_or("Conversation")
-    );
+    let _ = writeln!(md, "# {}\n", meta.title.as_deref().unwrap_or("Conversation"));
     let _ = writeln!(md, "- Session: `{}`", meta.id);
-    let _ = writeln!(
-        md,
-        "- Started: {}",
-        meta.created_at.format("%Y-%m-%d %H:%M UTC")
-    );
+    let _ = writeln!(md, "- Started: {}", meta.created_at.format("%Y-%m-%d %H:%M UTC"));
     if let Some(model) = &meta.model {
-        let _ = writeln!(
-            md,
-            "- Model: {} {}",
-            meta.provider.as_deref().unwrap_or(""),
-            model
-        );
+        let _ = writeln!(md, "- Model: {} {}", meta.provider.as_deref().unwrap_or(""), model);
     }
     let s = meta.settings;
     let _ = writeln!(
@@ -123,11 +110,7 @@ pub fn to_markdown(session: &StoredSession) -> String {
         );
     }
     if let Some(summary) = &session.summary {
-        let _ = writeln!(
-            md,
-            "\n> **Summary so far:** {}",
-            summary.text.replace('\n', "\n> ")
-        );
+        let _ = writeln!(md, "\n> **Summary so far:** {}", summary.text.replace('\n', "\n> "));
     }
     for m in &session.messages {
         let time = m.created_at.format("%H:%M:%S");
@@ -158,10 +141,7 @@ pub fn to_markdown(session: &StoredSession) -> String {
                 }
                 match &a.outcome {
                     ReplyOutcome::Complete => {}
-                    ReplyOutcome::Failed {
-                        error_kind,
-                        message,
-                    } => {
+                    ReplyOutcome::Failed { error_kind, message } => {
                         let _ = writeln!(md, "\n_The reply failed ({error_kind}): {message}_");
                     }
                     ReplyOutcome::Cancelled => {

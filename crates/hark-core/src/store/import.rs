@@ -11,8 +11,7 @@ use serde_json::Value;
 use super::export::{Export, FORMAT, VERSION};
 use super::{title_of, SessionMeta, StoredSession};
 use crate::conversation::{
-    new_id, AssistantMessage, HistorySettings, Message, MessageKind, ToolCall, ToolResult,
-    ToolState,
+    new_id, AssistantMessage, HistorySettings, Message, MessageKind, ToolCall, ToolResult, ToolState,
 };
 
 /// Which format a file was read as.
@@ -60,12 +59,7 @@ pub fn parse(text: &str) -> Result<(ImportFormat, StoredSession), ImportError> {
     let value: Value = serde_json::from_str(&cleaned).map_err(|e| ImportError::Syntax {
         line: e.line(),
         column: e.column(),
-        message: e
-            .to_string()
-            .split(" at line")
-            .next()
-            .unwrap_or_default()
-            .to_string(),
+        message: e.to_string().split(" at line").next().unwrap_or_default().to_string(),
     })?;
     let (format, mut session) = match &value {
         Value::Object(o) if o.get("format").is_some() => (ImportFormat::Hark, parse_hark(&value)?),
@@ -73,10 +67,7 @@ pub fn parse(text: &str) -> Result<(ImportFormat, StoredSession), ImportError> {
             let msgs = value
                 .pointer("/agent/context/messages")
                 .ok_or_else(|| invalid("agent", "has no context.messages list"))?;
-            (
-                ImportFormat::Deepgram,
-                parse_deepgram(msgs, "agent.context.messages")?,
-            )
+            (ImportFormat::Deepgram, parse_deepgram(msgs, "agent.context.messages")?)
         }
         Value::Object(o) if o.get("messages").is_some() => {
             let msgs = &value["messages"];
@@ -89,9 +80,7 @@ pub fn parse(text: &str) -> Result<(ImportFormat, StoredSession), ImportError> {
                 )
             }
         }
-        Value::Array(_) if is_deepgram_list(&value) => {
-            (ImportFormat::Deepgram, parse_deepgram(&value, "")?)
-        }
+        Value::Array(_) if is_deepgram_list(&value) => (ImportFormat::Deepgram, parse_deepgram(&value, "")?),
         Value::Array(_) => (ImportFormat::ChatMessages, parse_chat(&value, None, "")?),
         Value::Object(o) => {
             let keys: Vec<&str> = o.keys().map(String::as_str).take(6).collect();
@@ -99,12 +88,7 @@ pub fn parse(text: &str) -> Result<(ImportFormat, StoredSession), ImportError> {
                 "found an object with keys {keys:?}"
             )));
         }
-        other => {
-            return Err(ImportError::UnknownFormat(format!(
-                "found {}",
-                type_name(other)
-            )))
-        }
+        other => return Err(ImportError::UnknownFormat(format!("found {}", type_name(other)))),
     };
     if session.messages.is_empty() {
         return Err(ImportError::Empty);
@@ -177,14 +161,12 @@ fn parse_hark(value: &Value) -> Result<StoredSession, ImportError> {
         .ok_or_else(|| invalid("messages", "missing or not a list"))?;
     let mut messages = Vec::with_capacity(raw.len());
     for (i, m) in raw.iter().enumerate() {
-        let msg: Message = serde_json::from_value(m.clone())
-            .map_err(|e| invalid(at("messages", i), e.to_string()))?;
+        let msg: Message = serde_json::from_value(m.clone()).map_err(|e| invalid(at("messages", i), e.to_string()))?;
         messages.push(msg);
     }
     let mut stripped = value.clone();
     stripped["messages"] = Value::Array(Vec::new());
-    let export: Export =
-        serde_json::from_value(stripped).map_err(|e| invalid("session", e.to_string()))?;
+    let export: Export = serde_json::from_value(stripped).map_err(|e| invalid("session", e.to_string()))?;
     let mut meta = export.session;
     meta.id = new_id(); // an import is a new session; the original is never overwritten
     Ok(StoredSession {
@@ -197,9 +179,7 @@ fn parse_hark(value: &Value) -> Result<StoredSession, ImportError> {
 // ---- Deepgram ----------------------------------------------------------------------------
 
 fn parse_deepgram(list: &Value, base: &str) -> Result<StoredSession, ImportError> {
-    let items = list
-        .as_array()
-        .ok_or_else(|| invalid(base, "is not a list"))?;
+    let items = list.as_array().ok_or_else(|| invalid(base, "is not a list"))?;
     let mut session = new_session(String::new());
     for (i, item) in items.iter().enumerate() {
         let path = at(base, i);
@@ -222,18 +202,13 @@ fn parse_deepgram(list: &Value, base: &str) -> Result<StoredSession, ImportError
                     c.get(name)
                         .and_then(Value::as_str)
                         .map(str::to_string)
-                        .ok_or_else(|| {
-                            invalid(format!("{cpath}.{name}"), "missing or not a string")
-                        })
+                        .ok_or_else(|| invalid(format!("{cpath}.{name}"), "missing or not a string"))
                 };
                 let id = field("id")?;
                 let name = field("name")?;
                 let arguments = field("arguments")?;
                 let response = field("response")?;
-                let client_side = c
-                    .get("client_side")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(true);
+                let client_side = c.get("client_side").and_then(Value::as_bool).unwrap_or(true);
                 results.push(ToolResult {
                     call_id: id.clone(),
                     name: name.clone(),
@@ -253,11 +228,9 @@ fn parse_deepgram(list: &Value, base: &str) -> Result<StoredSession, ImportError
                     tool_calls,
                     ..Default::default()
                 })));
-            session.messages.extend(
-                results
-                    .into_iter()
-                    .map(|r| Message::new(MessageKind::ToolResult(r))),
-            );
+            session
+                .messages
+                .extend(results.into_iter().map(|r| Message::new(MessageKind::ToolResult(r))));
             continue;
         }
         let content = item
@@ -268,21 +241,16 @@ fn parse_deepgram(list: &Value, base: &str) -> Result<StoredSession, ImportError
             Some("user") => session.messages.push(Message::new(MessageKind::User {
                 text: content.to_string(),
             })),
-            Some("assistant") => {
-                session
-                    .messages
-                    .push(Message::new(MessageKind::Assistant(AssistantMessage {
-                        generated: content.to_string(),
-                        ..Default::default()
-                    })))
-            }
+            Some("assistant") => session
+                .messages
+                .push(Message::new(MessageKind::Assistant(AssistantMessage {
+                    generated: content.to_string(),
+                    ..Default::default()
+                }))),
             other => {
                 return Err(invalid(
                     format!("{path}.role"),
-                    format!(
-                        "must be \"user\" or \"assistant\", found {}",
-                        show_str(other)
-                    ),
+                    format!("must be \"user\" or \"assistant\", found {}", show_str(other)),
                 ))
             }
         }
@@ -291,13 +259,11 @@ fn parse_deepgram(list: &Value, base: &str) -> Result<StoredSession, ImportError
 }
 
 fn show(v: Option<&Value>) -> String {
-    v.map(|v| v.to_string())
-        .unwrap_or_else(|| "nothing".to_string())
+    v.map(|v| v.to_string()).unwrap_or_else(|| "nothing".to_string())
 }
 
 fn show_str(v: Option<&str>) -> String {
-    v.map(|s| format!("{s:?}"))
-        .unwrap_or_else(|| "nothing".to_string())
+    v.map(|s| format!("{s:?}")).unwrap_or_else(|| "nothing".to_string())
 }
 
 // ---- OpenAI / Anthropic ------------------------------------------------------------------
@@ -314,18 +280,11 @@ fn content_text(content: &Value, path: &str) -> Result<String, ImportError> {
                     Some("text") | Some("input_text") | Some("output_text") => parts.push(
                         b.get("text")
                             .and_then(Value::as_str)
-                            .ok_or_else(|| {
-                                invalid(format!("{path}[{k}].text"), "missing or not a string")
-                            })?
+                            .ok_or_else(|| invalid(format!("{path}[{k}].text"), "missing or not a string"))?
                             .to_string(),
                     ),
-                    Some("image") | Some("image_url") | Some("input_image") => {
-                        parts.push("[image]".to_string())
-                    }
-                    Some("tool_use")
-                    | Some("tool_result")
-                    | Some("thinking")
-                    | Some("redacted_thinking") => {}
+                    Some("image") | Some("image_url") | Some("input_image") => parts.push("[image]".to_string()),
+                    Some("tool_use") | Some("tool_result") | Some("thinking") | Some("redacted_thinking") => {}
                     other => {
                         return Err(invalid(
                             format!("{path}[{k}].type"),
@@ -338,22 +297,13 @@ fn content_text(content: &Value, path: &str) -> Result<String, ImportError> {
         }
         other => Err(invalid(
             path,
-            format!(
-                "must be a string or a list of blocks, found {}",
-                type_name(other)
-            ),
+            format!("must be a string or a list of blocks, found {}", type_name(other)),
         )),
     }
 }
 
-fn parse_chat(
-    list: &Value,
-    system: Option<&Value>,
-    base: &str,
-) -> Result<StoredSession, ImportError> {
-    let items = list
-        .as_array()
-        .ok_or_else(|| invalid(base, "is not a list"))?;
+fn parse_chat(list: &Value, system: Option<&Value>, base: &str) -> Result<StoredSession, ImportError> {
+    let items = list.as_array().ok_or_else(|| invalid(base, "is not a list"))?;
     let mut system_prompt = match system {
         Some(s) => content_text(s, "system")?,
         None => String::new(),
@@ -388,21 +338,14 @@ fn parse_chat(
                 if let Some(blocks) = content.as_array() {
                     for (k, b) in blocks.iter().enumerate() {
                         if b.get("type").and_then(Value::as_str) == Some("tool_result") {
-                            let id =
-                                b.get("tool_use_id")
-                                    .and_then(Value::as_str)
-                                    .ok_or_else(|| {
-                                        invalid(
-                                            format!("{cpath}[{k}].tool_use_id"),
-                                            "missing or not a string",
-                                        )
-                                    })?;
+                            let id = b.get("tool_use_id").and_then(Value::as_str).ok_or_else(|| {
+                                invalid(format!("{cpath}[{k}].tool_use_id"), "missing or not a string")
+                            })?;
                             let text = content_text(
                                 b.get("content").unwrap_or(&Value::Null),
                                 &format!("{cpath}[{k}].content"),
                             )?;
-                            let is_error =
-                                b.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+                            let is_error = b.get("is_error").and_then(Value::as_bool).unwrap_or(false);
                             settle(msgs, id, text, is_error, &format!("{cpath}[{k}]"))?;
                         }
                     }
@@ -467,10 +410,7 @@ fn parse_chat(
                             .get("name")
                             .and_then(Value::as_str)
                             .ok_or_else(|| invalid(format!("{bpath}.name"), "missing"))?;
-                        let input = b
-                            .get("input")
-                            .cloned()
-                            .unwrap_or(Value::Object(Default::default()));
+                        let input = b.get("input").cloned().unwrap_or(Value::Object(Default::default()));
                         calls.push(ToolCall {
                             id: id.into(),
                             name: name.into(),
@@ -503,9 +443,7 @@ fn parse_chat(
                 let id = item
                     .get("tool_call_id")
                     .and_then(Value::as_str)
-                    .ok_or_else(|| {
-                        invalid(format!("{path}.tool_call_id"), "missing or not a string")
-                    })?;
+                    .ok_or_else(|| invalid(format!("{path}.tool_call_id"), "missing or not a string"))?;
                 let text = content_text(content, &cpath)?;
                 settle(msgs, id, text, false, &path)?;
             }
@@ -525,13 +463,7 @@ fn parse_chat(
 }
 
 /// Puts an imported tool result into its call's placeholder.
-fn settle(
-    msgs: &mut [Message],
-    call_id: &str,
-    content: String,
-    is_error: bool,
-    path: &str,
-) -> Result<(), ImportError> {
+fn settle(msgs: &mut [Message], call_id: &str, content: String, is_error: bool, path: &str) -> Result<(), ImportError> {
     let slot = msgs
         .iter_mut()
         .rev()
@@ -542,16 +474,10 @@ fn settle(
         .ok_or_else(|| {
             invalid(
                 path,
-                format!(
-                    "a tool result for call {call_id:?}, which no earlier assistant message made"
-                ),
+                format!("a tool result for call {call_id:?}, which no earlier assistant message made"),
             )
         })?;
-    slot.state = if is_error {
-        ToolState::Error
-    } else {
-        ToolState::Done
-    };
+    slot.state = if is_error { ToolState::Error } else { ToolState::Done };
     slot.content = content;
     Ok(())
 }

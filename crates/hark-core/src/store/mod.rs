@@ -60,16 +60,9 @@ CREATE TABLE IF NOT EXISTS summaries (
 #[non_exhaustive]
 pub enum StoreError {
     #[error("cannot open the database {path}: {source}")]
-    Open {
-        path: PathBuf,
-        source: rusqlite::Error,
-    },
+    Open { path: PathBuf, source: rusqlite::Error },
     #[error("the database {path} was written by a newer Hark (schema {found}, this build knows {supported})")]
-    TooNew {
-        path: PathBuf,
-        found: i64,
-        supported: i64,
-    },
+    TooNew { path: PathBuf, found: i64, supported: i64 },
     #[error("no session {0:?}")]
     NoSession(String),
     #[error("session id {0:?} matches several sessions; give more characters")]
@@ -99,11 +92,7 @@ pub struct SessionMeta {
 }
 
 impl SessionMeta {
-    pub fn new(
-        id: impl Into<String>,
-        system_prompt: impl Into<String>,
-        settings: HistorySettings,
-    ) -> Self {
+    pub fn new(id: impl Into<String>, system_prompt: impl Into<String>, settings: HistorySettings) -> Self {
         let now = Utc::now();
         Self {
             id: id.into(),
@@ -194,16 +183,12 @@ impl Store {
             path: path.clone(),
             source,
         };
-        conn.busy_timeout(std::time::Duration::from_secs(5))
-            .map_err(open_err)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(open_err)?;
         // WAL: readers never block the writer; `synchronous=NORMAL` in WAL mode is durable
         // against process crashes (a commit is in the WAL file before `COMMIT` returns).
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(open_err)?;
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(open_err)?;
-        conn.pragma_update(None, "foreign_keys", "ON")
-            .map_err(open_err)?;
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(open_err)?;
+        conn.pragma_update(None, "synchronous", "NORMAL").map_err(open_err)?;
+        conn.pragma_update(None, "foreign_keys", "ON").map_err(open_err)?;
         let version: i64 = conn
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .map_err(open_err)?;
@@ -262,12 +247,7 @@ impl Store {
     /// Commits one message at its record index (insert, or update in place for tool results
     /// and heard text). Also stamps the session as updated and titles it on the first user
     /// message.
-    pub fn save_message(
-        &self,
-        session_id: &str,
-        seq: usize,
-        message: &Message,
-    ) -> Result<(), StoreError> {
+    pub fn save_message(&self, session_id: &str, seq: usize, message: &Message) -> Result<(), StoreError> {
         let mut conn = self.lock();
         let tx = conn.transaction()?;
         upsert_message(&tx, session_id, seq, message)?;
@@ -291,7 +271,12 @@ impl Store {
         self.lock().execute(
             "INSERT INTO summaries (session_id, version, text, through_seq, created_at)
              VALUES (?1, (SELECT COALESCE(MAX(version), 0) + 1 FROM summaries WHERE session_id=?1), ?2, ?3, ?4)",
-            params![session_id, summary.text, summary.through_seq, summary.created_at.to_rfc3339()],
+            params![
+                session_id,
+                summary.text,
+                summary.through_seq,
+                summary.created_at.to_rfc3339()
+            ],
         )?;
         Ok(())
     }
@@ -320,8 +305,7 @@ impl Store {
     /// Finds a session by its id or a unique prefix of it (ids are long to type).
     pub fn resolve_session(&self, id_or_prefix: &str) -> Result<String, StoreError> {
         let conn = self.lock();
-        let mut stmt = conn
-            .prepare("SELECT id FROM sessions WHERE id = ?1 OR id LIKE ?2 ESCAPE '\\' LIMIT 2")?;
+        let mut stmt = conn.prepare("SELECT id FROM sessions WHERE id = ?1 OR id LIKE ?2 ESCAPE '\\' LIMIT 2")?;
         let like = format!(
             "{}%",
             id_or_prefix
@@ -364,11 +348,8 @@ impl Store {
             )
             .optional()?
             .ok_or_else(|| StoreError::NoSession(id.to_string()))?;
-        let mut stmt =
-            conn.prepare("SELECT seq, body FROM messages WHERE session_id=?1 ORDER BY seq")?;
-        let rows = stmt.query_map(params![id], |r| {
-            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-        })?;
+        let mut stmt = conn.prepare("SELECT seq, body FROM messages WHERE session_id=?1 ORDER BY seq")?;
+        let rows = stmt.query_map(params![id], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
         let mut messages = Vec::new();
         for row in rows {
             let (seq, body) = row?;
@@ -383,7 +364,13 @@ impl Store {
             .query_row(
                 "SELECT text, through_seq, created_at FROM summaries WHERE session_id=?1 ORDER BY version DESC LIMIT 1",
                 params![id],
-                |r| Ok(Summary { text: r.get(0)?, through_seq: r.get(1)?, created_at: parse_time(&r.get::<_, String>(2)?) }),
+                |r| {
+                    Ok(Summary {
+                        text: r.get(0)?,
+                        through_seq: r.get(1)?,
+                        created_at: parse_time(&r.get::<_, String>(2)?),
+                    })
+                },
             )
             .optional()?;
         Ok(StoredSession {
@@ -395,11 +382,7 @@ impl Store {
 
     /// Deletes a session and everything in it.
     pub fn delete_session(&self, id: &str) -> Result<(), StoreError> {
-        if self
-            .lock()
-            .execute("DELETE FROM sessions WHERE id=?1", params![id])?
-            == 0
-        {
+        if self.lock().execute("DELETE FROM sessions WHERE id=?1", params![id])? == 0 {
             return Err(StoreError::NoSession(id.to_string()));
         }
         Ok(())
@@ -433,11 +416,7 @@ const INSERT_MESSAGE: &str = "INSERT INTO messages (session_id, seq, id, kind, t
 
 type MessageRow<'a> = (&'a str, i64, &'a str, &'static str, &'a str, String, String);
 
-fn message_params<'a>(
-    session_id: &'a str,
-    seq: usize,
-    m: &'a Message,
-) -> Result<MessageRow<'a>, StoreError> {
+fn message_params<'a>(session_id: &'a str, seq: usize, m: &'a Message) -> Result<MessageRow<'a>, StoreError> {
     // Serialising our own types cannot fail (string keys only); map it anyway, no panic.
     let body = serde_json::to_string(m).map_err(|source| StoreError::Corrupt {
         session: session_id.to_string(),
@@ -455,12 +434,7 @@ fn message_params<'a>(
     ))
 }
 
-fn upsert_message(
-    conn: &Connection,
-    session_id: &str,
-    seq: usize,
-    m: &Message,
-) -> Result<(), StoreError> {
+fn upsert_message(conn: &Connection, session_id: &str, seq: usize, m: &Message) -> Result<(), StoreError> {
     conn.prepare_cached(INSERT_MESSAGE)?
         .execute(message_params(session_id, seq, m)?)?;
     Ok(())

@@ -1,9 +1,7 @@
 use super::export::{self, to_json, to_markdown};
 use super::import::{parse, strip_json_comments, ImportError, ImportFormat};
 use super::*;
-use crate::conversation::{
-    AssistantMessage, MessageKind, PromptMessage, ToolCall, ToolState, Usage,
-};
+use crate::conversation::{AssistantMessage, MessageKind, PromptMessage, ToolCall, ToolState, Usage};
 
 const DEEPGRAM_HISTORY: &str = include_str!("../../tests/fixtures/deepgram-history.jsonc");
 const DEEPGRAM_FUNCTIONS: &str = include_str!("../../tests/fixtures/deepgram-function-calls.jsonc");
@@ -91,10 +89,7 @@ fn messages_are_committed_and_a_session_resumes_with_the_same_context() {
     assert_eq!(list.len(), 1);
     assert_eq!(list[0].messages, 7);
     assert_eq!(store.resolve_session("sess").unwrap(), "sess-1");
-    assert!(matches!(
-        store.resolve_session("nope"),
-        Err(StoreError::NoSession(_))
-    ));
+    assert!(matches!(store.resolve_session("nope"), Err(StoreError::NoSession(_))));
 }
 
 #[test]
@@ -148,9 +143,7 @@ fn rule14_export_is_versioned_complete_and_round_trips() {
     assert_eq!(v["totals"]["context_resets"], 1);
     let msgs = v["messages"].as_array().unwrap();
     assert_eq!(msgs.len(), 7);
-    assert!(msgs
-        .iter()
-        .all(|m| m["id"].is_string() && m["created_at"].is_string()));
+    assert!(msgs.iter().all(|m| m["id"].is_string() && m["created_at"].is_string()));
     assert_eq!(msgs[5]["generated"], "It is sunny and warm today.");
     assert_eq!(msgs[5]["heard"], "It is sunny");
     assert_eq!(msgs[5]["interrupted"], true);
@@ -159,10 +152,7 @@ fn rule14_export_is_versioned_complete_and_round_trips() {
 
     let (format, imported) = parse(&json).unwrap();
     assert_eq!(format, ImportFormat::Hark);
-    assert_ne!(
-        imported.meta.id, session.meta.id,
-        "an import is a new session"
-    );
+    assert_ne!(imported.meta.id, session.meta.id, "an import is a new session");
     assert_eq!(imported.messages, session.messages);
     assert_eq!(imported.summary, session.summary);
     assert_eq!(imported.meta.system_prompt, "Be brief.");
@@ -183,11 +173,7 @@ fn rule14_export_is_versioned_complete_and_round_trips() {
 fn rule13_imports_the_deepgram_history_sample_verbatim() {
     let (format, s) = parse(DEEPGRAM_HISTORY).unwrap();
     assert_eq!(format, ImportFormat::Deepgram);
-    let texts: Vec<(&str, &str)> = s
-        .messages
-        .iter()
-        .map(|m| (m.kind_name(), m.text()))
-        .collect();
+    let texts: Vec<(&str, &str)> = s.messages.iter().map(|m| (m.kind_name(), m.text())).collect();
     assert_eq!(
         texts,
         vec![
@@ -223,18 +209,13 @@ fn rule13_imports_the_deepgram_function_call_sample_as_call_and_result() {
         .starts_with("The current weather in New York is partly cloudy"));
     // The imported conversation makes a valid request: call then result, then the reply.
     let p = s.conversation("claude-haiku-4-5").prompt().unwrap();
-    assert!(
-        matches!(&p.messages[1], PromptMessage::Assistant { tool_calls, .. } if tool_calls.len() == 1)
-    );
-    assert!(
-        matches!(&p.messages[2], PromptMessage::ToolResult { call_id, .. } if call_id == "fc_weather_12345")
-    );
+    assert!(matches!(&p.messages[1], PromptMessage::Assistant { tool_calls, .. } if tool_calls.len() == 1));
+    assert!(matches!(&p.messages[2], PromptMessage::ToolResult { call_id, .. } if call_id == "fc_weather_12345"));
 }
 
 #[test]
 fn rule13_the_fixtures_are_the_seed_payloads_verbatim() {
-    let seed = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/seeds/003_27230c1473b19357.txt");
+    let seed = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/seeds/003_27230c1473b19357.txt");
     let Ok(text) = std::fs::read_to_string(&seed) else {
         eprintln!("shared/ is not beside this checkout; the fixtures were copied from it verbatim");
         return;

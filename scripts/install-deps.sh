@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what building and testing Hark needs on Debian/Ubuntu; a no-op when present.
+set -euo pipefail
+
+APT_PACKAGES=(
+  build-essential pkg-config      # C toolchain for the bundled SQLite
+  libdbus-1-dev                   # keyring's Secret Service client (libdbus)
+  dbus dbus-x11 gnome-keyring     # a real Secret Service for the keychain tests
+  libsecret-tools                 # secret-tool, to cross-check what is in the keychain
+)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}" >&2
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  for attempt in 1 2 3; do   # another apt may hold the dpkg lock for a while
+    if $SUDO apt-get update -qq && \
+       DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; then
+      break
+    fi
+    [ "$attempt" = 3 ] && { echo "apt-get install failed" >&2; exit 1; }
+    sleep 30
+  done
+fi
+
+if ! command -v cargo >/dev/null; then
+  echo "cargo is missing: install Rust from https://rustup.rs (stable, 1.85 or newer)" >&2
+  exit 1
+fi
+if command -v rustup >/dev/null; then
+  rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
+  rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
+fi
