@@ -441,3 +441,25 @@ async fn keys_never_reach_the_database_or_the_export() {
         assert!(!json.contains(KEY) && !md.contains(KEY));
     }
 }
+
+#[tokio::test]
+async fn a_missing_key_says_where_keys_come_from_and_sends_nothing() {
+    let rig = Rig::new(ProviderKind::Anthropic);
+    let mut c = rig.config();
+    c.api_key = None;
+    let mut s = ChatSession::create(mem_store(), c.build().unwrap(), "", HistorySettings::default()).unwrap();
+    let err = say(&mut s, "hi").await.unwrap_err();
+    assert_eq!(err.kind(), "auth");
+    assert!(
+        err.to_string()
+            .contains("set ANTHROPIC_API_KEY or store one with `hark keys set anthropic`"),
+        "{err}"
+    );
+    assert!(rig.server.requests().is_empty());
+    // The public OpenAI endpoint needs a key too (checked before any connection is tried).
+    let mut c = ProviderConfig::new(ProviderKind::OpenAi);
+    c.base_url = ProviderKind::OpenAi.default_base_url().to_string();
+    let mut s = ChatSession::create(mem_store(), c.build().unwrap(), "", HistorySettings::default()).unwrap();
+    let err = say(&mut s, "hi").await.unwrap_err();
+    assert!(err.to_string().contains("OPENAI_API_KEY"), "{err}");
+}

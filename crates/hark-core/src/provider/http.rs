@@ -41,6 +41,24 @@ pub(crate) fn error_fields(body: &Value) -> (Option<String>, Option<String>, Opt
     }
 }
 
+/// The HTTP client for one provider configuration.
+pub(crate) fn client(provider: &'static str, config: &super::ProviderConfig) -> Result<reqwest::Client, ProviderError> {
+    reqwest::Client::builder()
+        .connect_timeout(config.connect_timeout)
+        .build()
+        .map_err(|e| ProviderError::new(provider, ErrorKind::Connectivity, format!("cannot set up HTTP: {e}")))
+}
+
+/// The error for a request that needs a key and has none, saying where keys come from.
+pub(crate) fn missing_key(provider: &'static str) -> ProviderError {
+    let var = crate::secrets::env_var(provider).unwrap_or("the provider's key variable");
+    ProviderError::new(
+        provider,
+        ErrorKind::Auth,
+        format!("no API key: set {var} or store one with `hark keys set {provider}`"),
+    )
+}
+
 /// Sends with retries on 429 and 5xx (rate limit, server), honouring `retry-after`.
 pub(crate) struct Sender {
     pub provider: &'static str,

@@ -7,7 +7,7 @@
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::http::{classify, error_fields, parse_data, EventReader, Sender};
+use super::http::{self, classify, error_fields, parse_data, EventReader, Sender};
 use super::{endpoint, send_delta, ChatModel, Completion, DeltaSink, ErrorKind, ProviderConfig, ProviderError};
 use crate::conversation::{Prompt, PromptMessage, ToolCall};
 
@@ -21,10 +21,7 @@ pub struct OpenAi {
 
 impl OpenAi {
     pub fn new(config: ProviderConfig) -> Result<Self, ProviderError> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(config.connect_timeout)
-            .build()
-            .map_err(|e| ProviderError::new(PROVIDER, ErrorKind::Connectivity, e.to_string()))?;
+        let client = http::client(PROVIDER, &config)?;
         Ok(Self { config, client })
     }
 }
@@ -99,11 +96,7 @@ impl ChatModel for OpenAi {
     async fn stream(&self, prompt: &Prompt, on_delta: &DeltaSink) -> Result<Completion, ProviderError> {
         let key = self.config.api_key.as_deref();
         if key.is_none() && self.config.is_public_endpoint() {
-            return Err(ProviderError::new(
-                PROVIDER,
-                ErrorKind::Auth,
-                "no API key: set OPENAI_API_KEY or store one with `hark keys set openai`",
-            ));
+            return Err(http::missing_key(PROVIDER));
         }
         let url = endpoint(&self.config.base_url, "chat/completions");
         let body = request_body(&self.config, prompt);
