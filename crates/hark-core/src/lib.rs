@@ -12,6 +12,7 @@
 //! - `secrets`: API keys in the OS keychain, with environment overrides.
 //! - `session`: running a turn end to end: record, request, stream, persist.
 
+pub mod audio;
 pub mod conversation;
 pub mod provider;
 pub mod secrets;

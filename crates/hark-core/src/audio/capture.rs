@@ -1,0 +1,233 @@
+//! Microphone capture: cpal stream on a worker thread, 16 kHz mono out.
+//!
+//! The cpal callback only copies samples into a lock-free ring buffer (no allocation, no
+//! lock); the worker thread drains it every 10 ms, downmixes and resamples (rubato), updates
+//! the input level and sends 16 kHz chunks to the async side. The stream is opened per
+//! utterance, so a device that vanished and came back simply works on the next press.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use cpal::traits::{DeviceTrait, StreamTrait};
+use cpal::SizedSample;
+use tokio::sync::mpsc;
+
+use super::resample::{rms, ToMono16k};
+use super::{cpal_error, find_device, AudioError};
+
+/// What the opened device delivers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaptureInfo {
+    pub device: String,
+    pub sample_rate: u32,
+    pub channels: u16,
+    pub sample_format: String,
+}
+
+/// A running capture. Drop or [`Capture::stop`] ends it.
+pub struct Capture {
+    info: CaptureInfo,
+    /// Tells the worker to finish.
+    stop: Arc<AtomicBool>,
+    worker: Option<JoinHandle<()>>,
+    /// Last chunk's RMS level, as f32 bits (read by the UI meter at any time).
+    level: Arc<AtomicU32>,
+    /// 16 kHz mono chunks, in order; closed when the worker ends.
+    chunks: mpsc::UnboundedReceiver<Vec<f32>>,
+    /// A stream error reported by cpal (device vanished), if any.
+    failure: Arc<Mutex<Option<AudioError>>>,
+    /// When the first samples arrived.
+    first_data: Arc<Mutex<Option<Instant>>>,
+}
+
+impl Capture {
+    /// Opens the input device (`None`: the default) and starts capturing.
+    pub fn start(device: Option<&str>) -> Result<Self, AudioError> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let level = Arc::new(AtomicU32::new(0));
+        let failure = Arc::new(Mutex::new(None));
+        let first_data = Arc::new(Mutex::new(None));
+        let (chunk_tx, chunks) = mpsc::unbounded_channel();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let wanted = device.map(str::to_string);
+        let (s, l, f, fd) = (stop.clone(), level.clone(), failure.clone(), first_data.clone());
+        let worker = std::thread::Builder::new()
+            .name("hark-capture".into())
+            .spawn(move || worker(wanted, s, l, f, fd, chunk_tx, ready_tx))
+            .map_err(|e| AudioError::Stream(format!("cannot start the capture thread: {e}")))?;
+        let info = ready_rx
+            .recv_timeout(Duration::from_secs(10))
+            .map_err(|_| AudioError::Stream("the input device did not open within 10 s".into()))??;
+        Ok(Self {
+            info,
+            stop,
+            worker: Some(worker),
+            level,
+            chunks,
+            failure,
+            first_data,
+        })
+    }
+
+    pub fn info(&self) -> &CaptureInfo {
+        &self.info
+    }
+
+    /// The current input level (RMS of the last ~10 ms), 0.0–1.0.
+    pub fn level(&self) -> f32 {
+        f32::from_bits(self.level.load(Ordering::Relaxed))
+    }
+
+    /// When the device delivered its first samples.
+    pub fn first_data_at(&self) -> Option<Instant> {
+        *self.first_data.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The next 16 kHz chunk; `None` once the capture has ended.
+    pub async fn next_chunk(&mut self) -> Option<Vec<f32>> {
+        self.chunks.recv().await
+    }
+
+    /// Stops and returns every sample not yet taken with `next_chunk`, or the device error
+    /// that ended the capture.
+    pub fn stop(mut self) -> Result<Vec<f32>, AudioError> {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(w) = self.worker.take() {
+            let _ = w.join();
+        }
+        let mut rest = Vec::new();
+        while let Ok(c) = self.chunks.try_recv() {
+            rest.extend(c);
+        }
+        match self.failure.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            Some(e) => Err(e),
+            None => Ok(rest),
+        }
+    }
+}
+
+impl Drop for Capture {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(w) = self.worker.take() {
+            let _ = w.join();
+        }
+    }
+}
+
+fn worker(
+    wanted: Option<String>,
+    stop: Arc<AtomicBool>,
+    level: Arc<AtomicU32>,
+    failure: Arc<Mutex<Option<AudioError>>>,
+    first_data: Arc<Mutex<Option<Instant>>>,
+    chunk_tx: mpsc::UnboundedSender<Vec<f32>>,
+    ready: std::sync::mpsc::Sender<Result<CaptureInfo, AudioError>>,
+) {
+    let opened = open(wanted.as_deref(), failure.clone());
+    let (stream, info, mut consumer) = match opened {
+        Ok(x) => x,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    let _ = ready.send(Ok(info.clone()));
+    let mut conv = match ToMono16k::new(info.sample_rate, info.channels) {
+        Ok(c) => c,
+        Err(e) => {
+            *failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+            return;
+        }
+    };
+    let mut raw = Vec::with_capacity(info.sample_rate as usize);
+    let mut out = Vec::new();
+    loop {
+        let stopping = stop.load(Ordering::SeqCst);
+        let n = consumer.slots();
+        if n > 0 {
+            if let Ok(chunk) = consumer.read_chunk(n) {
+                raw.extend(chunk);
+            }
+            let mut first = first_data.lock().unwrap_or_else(|p| p.into_inner());
+            first.get_or_insert_with(Instant::now);
+        }
+        if !raw.is_empty() {
+            level.store(rms(&raw).to_bits(), Ordering::Relaxed);
+            conv.push(&raw, &mut out);
+            raw.clear();
+        }
+        if stopping {
+            conv.finish(&mut out);
+        }
+        if !out.is_empty() {
+            let _ = chunk_tx.send(std::mem::take(&mut out));
+        }
+        if stopping || failure.lock().map(|f| f.is_some()).unwrap_or(true) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    drop(stream);
+}
+
+type Opened = (cpal::Stream, CaptureInfo, rtrb::Consumer<f32>);
+
+fn open(wanted: Option<&str>, failure: Arc<Mutex<Option<AudioError>>>) -> Result<Opened, AudioError> {
+    let device = find_device(true, wanted)?;
+    let name = device
+        .description()
+        .map(|d| d.name().to_string())
+        .unwrap_or_else(|_| "input".into());
+    let supported = device.default_input_config().map_err(|e| cpal_error(&name, e))?;
+    let config = supported.config();
+    let info = CaptureInfo {
+        device: name.clone(),
+        sample_rate: config.sample_rate,
+        channels: config.channels,
+        sample_format: format!("{:?}", supported.sample_format()),
+    };
+    // Two seconds of room: the worker drains every 10 ms, so this only fills if it stalls.
+    let (producer, consumer) = rtrb::RingBuffer::<f32>::new(config.sample_rate as usize * config.channels as usize * 2);
+    let err_name = name.clone();
+    let on_error = move |e: cpal::Error| {
+        tracing::warn!("input stream error on {err_name}: {e}");
+        *failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(cpal_error(&err_name, e));
+    };
+    let stream = match supported.sample_format() {
+        cpal::SampleFormat::F32 => build::<f32>(&device, config, producer, on_error),
+        cpal::SampleFormat::I16 => build::<i16>(&device, config, producer, on_error),
+        cpal::SampleFormat::U16 => build::<u16>(&device, config, producer, on_error),
+        cpal::SampleFormat::I32 => build::<i32>(&device, config, producer, on_error),
+        cpal::SampleFormat::U8 => build::<u8>(&device, config, producer, on_error),
+        other => return Err(AudioError::Format(format!("{name} delivers {other:?} samples"))),
+    }
+    .map_err(|e| cpal_error(&name, e))?;
+    stream.play().map_err(|e| cpal_error(&name, e))?;
+    Ok((stream, info, consumer))
+}
+
+fn build<T: SizedSample>(
+    device: &cpal::Device,
+    config: cpal::StreamConfig,
+    mut producer: rtrb::Producer<f32>,
+    on_error: impl FnMut(cpal::Error) + Send + 'static,
+) -> Result<cpal::Stream, cpal::Error>
+where
+    f32: cpal::FromSample<T>,
+{
+    device.build_input_stream::<T, _, _>(
+        config,
+        // The real-time callback: copy out, nothing else. A full ring drops samples rather
+        // than block the audio thread.
+        move |data: &[T], _| {
+            for &s in data {
+                let _ = producer.push(s.to_sample::<f32>());
+            }
+        },
+        on_error,
+        None,
+    )
+}

@@ -1,0 +1,453 @@
+//! Reply playback: sentences queued as they are synthesised, flushed instantly on barge-in,
+//! with every played sample counted so Hark knows what the user actually heard (rule 9).
+//!
+//! [`AudioOut`] is the capability; [`Speaker`] plays through rodio on an output device,
+//! [`WavOut`] collects the reply for `hark talk --out`. Both share [`Tracker`], whose
+//! bookkeeping (and the pure [`heard_text`]) is tested without a sound card.
+
+use std::num::NonZero;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use cpal::traits::DeviceTrait;
+
+use super::{find_device, AudioError};
+
+/// What was heard of a reply.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Heard {
+    /// The heard text: whole sentences played, then the played share of the words of the
+    /// sentence that was cut.
+    pub text: String,
+    /// Milliseconds of reply audio played.
+    pub ms: u64,
+    /// Whether everything queued was played.
+    pub complete: bool,
+}
+
+/// One sentence being played.
+#[derive(Debug)]
+struct Segment {
+    text: String,
+    rate: AtomicU64,
+    frames_total: AtomicU64,
+    frames_played: AtomicU64,
+    /// All its audio has been queued.
+    complete: AtomicBool,
+}
+
+/// Shared bookkeeping between the queue and the sources the audio thread pulls from.
+#[derive(Debug, Default)]
+pub struct Tracker {
+    segments: Mutex<Vec<Arc<Segment>>>,
+    /// Set by a flush: every source returns `None` at its next sample.
+    stopped: AtomicBool,
+    first_sample_at: Mutex<Option<Instant>>,
+}
+
+impl Tracker {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Arc<Segment>>> {
+        // Only plain data behind it; a panic elsewhere cannot leave it half-updated.
+        self.segments.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn begin(&self, text: &str) -> usize {
+        let mut s = self.lock();
+        s.push(Arc::new(Segment {
+            text: text.to_string(),
+            rate: AtomicU64::new(0),
+            frames_total: AtomicU64::new(0),
+            frames_played: AtomicU64::new(0),
+            complete: AtomicBool::new(false),
+        }));
+        s.len() - 1
+    }
+
+    fn segment(&self, i: usize) -> Option<Arc<Segment>> {
+        self.lock().get(i).cloned()
+    }
+
+    /// Records `frames` more of audio for sentence `i`.
+    fn add(&self, i: usize, frames: usize, rate: u32) -> Option<Arc<Segment>> {
+        let seg = self.segment(i)?;
+        seg.rate.store(rate as u64, Ordering::Relaxed);
+        seg.frames_total.fetch_add(frames as u64, Ordering::Relaxed);
+        Some(seg)
+    }
+
+    fn end(&self, i: usize) {
+        if let Some(seg) = self.segment(i) {
+            seg.complete.store(true, Ordering::Relaxed);
+        }
+    }
+
+    fn reset(&self) {
+        self.lock().clear();
+        self.stopped.store(false, Ordering::SeqCst);
+        *self.first_sample_at.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    fn played_one(&self, seg: &Segment) {
+        if seg.frames_played.fetch_add(1, Ordering::Relaxed) == 0 {
+            let mut first = self.first_sample_at.lock().unwrap_or_else(|p| p.into_inner());
+            first.get_or_insert_with(Instant::now);
+        }
+    }
+
+    /// What has been heard so far.
+    pub fn heard(&self) -> Heard {
+        let segs = self.lock();
+        let view: Vec<SegmentView<'_>> = segs
+            .iter()
+            .map(|s| SegmentView {
+                text: &s.text,
+                total: s.frames_total.load(Ordering::Relaxed),
+                played: s.frames_played.load(Ordering::Relaxed),
+                complete: s.complete.load(Ordering::Relaxed),
+            })
+            .collect();
+        let ms = segs
+            .iter()
+            .map(|s| {
+                let rate = s.rate.load(Ordering::Relaxed).max(1);
+                s.frames_played.load(Ordering::Relaxed) * 1000 / rate
+            })
+            .sum();
+        let complete = view.iter().all(|v| v.complete && v.played >= v.total);
+        Heard {
+            text: heard_text(&view),
+            ms,
+            complete,
+        }
+    }
+
+    pub fn first_sample_at(&self) -> Option<Instant> {
+        *self.first_sample_at.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A sentence's playback state, for [`heard_text`].
+#[derive(Debug, Clone, Copy)]
+pub struct SegmentView<'a> {
+    pub text: &'a str,
+    pub total: u64,
+    pub played: u64,
+    pub complete: bool,
+}
+
+/// The heard text: every sentence played to its end, then the share of the cut sentence's
+/// words that fits the share of its audio played (rounded down: a half-heard word is not
+/// claimed as heard).
+pub fn heard_text(segments: &[SegmentView<'_>]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for s in segments {
+        if s.played == 0 {
+            break;
+        }
+        if s.complete && s.played >= s.total {
+            parts.push(s.text.trim().to_string());
+            continue;
+        }
+        let words: Vec<&str> = s.text.split_whitespace().collect();
+        let n = (words.len() as u64 * s.played / s.total.max(1)) as usize;
+        if n > 0 {
+            parts.push(words[..n].join(" "));
+        }
+        break;
+    }
+    parts.join(" ")
+}
+
+/// Where reply audio goes.
+pub trait AudioOut: Send + Sync {
+    /// Starts a new reply (forgets the previous one's bookkeeping).
+    fn start_reply(&self);
+    /// Starts a sentence; returns its index for `push` and `end_sentence`.
+    fn begin_sentence(&self, text: &str) -> usize;
+    /// Queues mono audio of a sentence, as it arrives from the synthesiser.
+    fn push(&self, sentence: usize, samples: Vec<f32>, rate: u32);
+    /// All of the sentence's audio is queued.
+    fn end_sentence(&self, sentence: usize);
+    /// Barge-in: stops at once and says what was heard.
+    fn flush(&self) -> Heard;
+    /// What was heard so far.
+    fn heard(&self) -> Heard;
+    /// When the first sample of the reply reached the device.
+    fn first_sample_at(&self) -> Option<Instant>;
+    /// Whether everything queued has been played.
+    fn is_idle(&self) -> bool;
+}
+
+/// A source that counts what the audio thread takes from it and stops on a flush.
+struct Tracked {
+    data: Vec<f32>,
+    pos: usize,
+    rate: NonZero<u32>,
+    seg: Arc<Segment>,
+    tracker: Arc<Tracker>,
+}
+
+impl Iterator for Tracked {
+    type Item = f32;
+    fn next(&mut self) -> Option<f32> {
+        if self.tracker.stopped.load(Ordering::Relaxed) || self.pos >= self.data.len() {
+            return None;
+        }
+        let s = self.data[self.pos];
+        self.pos += 1;
+        self.tracker.played_one(&self.seg);
+        Some(s)
+    }
+}
+
+impl rodio::Source for Tracked {
+    fn current_span_len(&self) -> Option<usize> {
+        Some(self.data.len() - self.pos)
+    }
+    fn channels(&self) -> rodio::ChannelCount {
+        NonZero::<u16>::MIN
+    }
+    fn sample_rate(&self) -> rodio::SampleRate {
+        self.rate
+    }
+    fn total_duration(&self) -> Option<Duration> {
+        Some(Duration::from_secs_f64(self.data.len() as f64 / self.rate.get() as f64))
+    }
+}
+
+/// Plays through an output device with rodio.
+pub struct Speaker {
+    player: rodio::Player,
+    tracker: Arc<Tracker>,
+    /// Keeps the device stream's thread alive; dropping it closes the device.
+    _keepalive: std::sync::mpsc::Sender<()>,
+}
+
+impl Speaker {
+    /// Opens the output device (`None`: the default).
+    pub fn open(device: Option<&str>) -> Result<Self, AudioError> {
+        // The device stream lives on its own thread (cpal streams are not `Send` everywhere);
+        // the mixer handle it hands back is.
+        let (mixer_tx, mixer_rx) = std::sync::mpsc::channel();
+        let (keep_tx, keep_rx) = std::sync::mpsc::channel::<()>();
+        let wanted = device.map(str::to_string);
+        std::thread::Builder::new()
+            .name("hark-playback".into())
+            .spawn(move || {
+                let opened = (|| {
+                    let dev = find_device(false, wanted.as_deref())?;
+                    let name = dev
+                        .description()
+                        .map(|d| d.name().to_string())
+                        .unwrap_or_else(|_| "output".into());
+                    let mut sink = rodio::DeviceSinkBuilder::from_device(dev)
+                        .and_then(|b| b.open_stream())
+                        .map_err(|e| AudioError::Stream(format!("{name}: {e}")))?;
+                    sink.log_on_drop(false);
+                    Ok::<_, AudioError>(sink)
+                })();
+                match opened {
+                    Ok(sink) => {
+                        let _ = mixer_tx.send(Ok(sink.mixer().clone()));
+                        let _ = keep_rx.recv(); // returns when the Speaker is dropped
+                        drop(sink);
+                    }
+                    Err(e) => {
+                        let _ = mixer_tx.send(Err(e));
+                    }
+                }
+            })
+            .map_err(|e| AudioError::Stream(format!("cannot start the playback thread: {e}")))?;
+        let mixer = mixer_rx
+            .recv_timeout(Duration::from_secs(10))
+            .map_err(|_| AudioError::Stream("the output device did not open within 10 s".into()))??;
+        let player = rodio::Player::connect_new(&mixer);
+        Ok(Self {
+            player,
+            tracker: Arc::new(Tracker::default()),
+            _keepalive: keep_tx,
+        })
+    }
+}
+
+impl AudioOut for Speaker {
+    fn start_reply(&self) {
+        self.player.clear();
+        self.player.play();
+        self.tracker.reset();
+    }
+
+    fn begin_sentence(&self, text: &str) -> usize {
+        self.tracker.begin(text)
+    }
+
+    fn push(&self, sentence: usize, samples: Vec<f32>, rate: u32) {
+        let Some(rate_nz) = NonZero::new(rate) else { return };
+        if self.tracker.stopped.load(Ordering::SeqCst) || samples.is_empty() {
+            return;
+        }
+        let Some(seg) = self.tracker.add(sentence, samples.len(), rate) else {
+            return;
+        };
+        self.player.append(Tracked {
+            data: samples,
+            pos: 0,
+            rate: rate_nz,
+            seg,
+            tracker: self.tracker.clone(),
+        });
+    }
+
+    fn end_sentence(&self, sentence: usize) {
+        self.tracker.end(sentence);
+    }
+
+    fn flush(&self) -> Heard {
+        // Sources see the flag at their next sample, i.e. within the current device buffer.
+        self.tracker.stopped.store(true, Ordering::SeqCst);
+        self.player.stop();
+        let heard = self.tracker.heard();
+        self.player.clear();
+        heard
+    }
+
+    fn heard(&self) -> Heard {
+        self.tracker.heard()
+    }
+
+    fn first_sample_at(&self) -> Option<Instant> {
+        self.tracker.first_sample_at()
+    }
+
+    fn is_idle(&self) -> bool {
+        self.player.empty()
+    }
+}
+
+/// Collects reply audio instead of playing it (`hark talk --out`); "plays" instantly.
+#[derive(Default)]
+pub struct WavOut {
+    tracker: Arc<Tracker>,
+    /// The reply so far and its rate.
+    audio: Mutex<(Vec<f32>, u32)>,
+}
+
+impl WavOut {
+    /// Takes the collected reply audio.
+    pub fn take(&self) -> (Vec<f32>, u32) {
+        std::mem::take(&mut *self.audio.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+impl AudioOut for WavOut {
+    fn start_reply(&self) {
+        self.tracker.reset();
+        self.audio.lock().unwrap_or_else(|p| p.into_inner()).0.clear();
+    }
+    fn begin_sentence(&self, text: &str) -> usize {
+        self.tracker.begin(text)
+    }
+    fn push(&self, sentence: usize, samples: Vec<f32>, rate: u32) {
+        if let Some(seg) = self.tracker.add(sentence, samples.len(), rate) {
+            for _ in 0..samples.len() {
+                self.tracker.played_one(&seg);
+            }
+        }
+        let mut a = self.audio.lock().unwrap_or_else(|p| p.into_inner());
+        a.1 = rate;
+        a.0.extend(samples);
+    }
+    fn end_sentence(&self, sentence: usize) {
+        self.tracker.end(sentence);
+    }
+    fn flush(&self) -> Heard {
+        self.tracker.heard()
+    }
+    fn heard(&self) -> Heard {
+        self.tracker.heard()
+    }
+    fn first_sample_at(&self) -> Option<Instant> {
+        self.tracker.first_sample_at()
+    }
+    fn is_idle(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(text: &str, total: u64, played: u64, complete: bool) -> SegmentView<'_> {
+        SegmentView {
+            text,
+            total,
+            played,
+            complete,
+        }
+    }
+
+    #[test]
+    fn heard_text_counts_whole_sentences_then_the_played_share_of_words() {
+        let segs = [
+            v("Once upon a time.", 100, 100, true),
+            v("There was a fox in the wood.", 700, 350, true),
+            v("It was clever.", 100, 0, true),
+        ];
+        assert_eq!(heard_text(&segs), "Once upon a time. There was a");
+        assert_eq!(heard_text(&[v("Hello there.", 100, 0, true)]), "");
+        assert_eq!(
+            heard_text(&[v("Hello there.", 100, 40, true)]),
+            "",
+            "less than a word's share"
+        );
+        // A sentence still being synthesised is never "fully heard".
+        assert_eq!(
+            heard_text(&[v("One two three four", 100, 100, false)]),
+            "One two three four"
+        );
+    }
+
+    #[test]
+    fn wav_out_collects_and_tracks_everything_as_heard() {
+        let out = WavOut::default();
+        out.start_reply();
+        let s = out.begin_sentence("Hello there.");
+        out.push(s, vec![0.1; 2400], 24_000);
+        out.end_sentence(s);
+        let h = out.heard();
+        assert_eq!(
+            h,
+            Heard {
+                text: "Hello there.".into(),
+                ms: 100,
+                complete: true
+            }
+        );
+        assert!(out.first_sample_at().is_some());
+        assert_eq!(out.take().0.len(), 2400);
+    }
+
+    #[test]
+    fn a_flushed_source_stops_at_its_next_sample() {
+        let tracker = Arc::new(Tracker::default());
+        let i = tracker.begin("One two three four.");
+        let seg = tracker.add(i, 10, 10).unwrap();
+        tracker.end(i);
+        let mut src = Tracked {
+            data: vec![0.5; 10],
+            pos: 0,
+            rate: NonZero::new(10).unwrap(),
+            seg,
+            tracker: tracker.clone(),
+        };
+        for _ in 0..5 {
+            assert!(src.next().is_some());
+        }
+        tracker.stopped.store(true, Ordering::SeqCst);
+        assert_eq!(src.next(), None);
+        let h = tracker.heard();
+        assert_eq!((h.text.as_str(), h.ms, h.complete), ("One two", 500, false));
+    }
+}
