@@ -10,7 +10,11 @@
 //!   Completions), the SSE parser and the provider-independent error taxonomy.
 //! - `store`: SQLite persistence of sessions and messages; import and export.
 //! - `secrets`: API keys in the OS keychain, with environment overrides.
-//! - `session`: running a turn end to end: record, request, stream, persist.
+//! - `session`: running a turn end to end: record, request, stream, persist; the voice
+//!   turn loop with barge-in.
+//! - `audio`: capture (cpal), 16 kHz conversion (rubato), playback (rodio), WAV files.
+//! - `stt`: speech-to-text (Deepgram live and prerecorded, OpenAI, offline whisper.cpp).
+//! - `tts`: text-to-speech (Deepgram Aura-2, OpenAI, the operating system's voice).
 
 pub mod audio;
 pub mod conversation;
@@ -18,4 +22,6 @@ pub mod provider;
 pub mod secrets;
 pub mod session;
 pub mod store;
+pub mod stt;
 pub mod tokens;
+pub mod tts;

@@ -8,7 +8,7 @@
 //! - this file: configuration, the provider-independent error taxonomy, the trait.
 
 pub mod anthropic;
-mod http;
+pub(crate) mod http;
 pub mod openai;
 pub mod sse;
 
@@ -300,6 +300,6 @@ fn send_delta(sink: &DeltaSink, text: &str) {
 }
 
 /// Joins a base URL and a path without doubling or losing the slash.
-fn endpoint(base: &str, path: &str) -> String {
+pub(crate) fn endpoint(base: &str, path: &str) -> String {
     format!("{}/{}", base.trim_end_matches('/'), path.trim_start_matches('/'))
 }

@@ -1,0 +1,81 @@
+//! Speech-to-text behind one capability trait, [`Transcriber`].
+//!
+//! # Layout
+//! - `deepgram`: live WebSocket `/v1/listen` (interim results, `Finalize`) and prerecorded.
+//! - `openai`: `/v1/audio/transcriptions` (multipart WAV upload).
+//! - `whisper`: the offline engine, whisper.cpp through whisper-rs (feature `whisper`).
+//! - this file: the traits and the provider choice. Failures use the same
+//!   [`ProviderError`] taxonomy as the language models.
+
+pub mod deepgram;
+pub mod openai;
+#[cfg(feature = "whisper")]
+pub mod whisper;
+
+use async_trait::async_trait;
+use tokio::sync::mpsc;
+
+use crate::provider::ProviderError;
+
+/// A speech-to-text engine. Audio is always 16 kHz mono f32.
+#[async_trait]
+pub trait Transcriber: Send + Sync {
+    /// Engine name ("deepgram", "openai", "whisper").
+    fn name(&self) -> &'static str;
+
+    /// Transcribes a whole utterance.
+    async fn transcribe(&self, audio: &[f32]) -> Result<String, ProviderError>;
+
+    /// Opens a streaming session that reports interim text on `interim` while audio is
+    /// pushed, when the engine has one; `None` means: buffer, then call `transcribe`.
+    async fn live(
+        &self,
+        interim: mpsc::UnboundedSender<String>,
+    ) -> Result<Option<Box<dyn LiveTranscription>>, ProviderError> {
+        let _ = interim;
+        Ok(None)
+    }
+}
+
+/// A streaming transcription of one utterance.
+#[async_trait]
+pub trait LiveTranscription: Send {
+    /// Sends captured audio.
+    async fn send(&mut self, audio: &[f32]) -> Result<(), ProviderError>;
+    /// The push-to-talk key was released: flush and return the final transcript.
+    async fn finish(self: Box<Self>) -> Result<String, ProviderError>;
+}
+
+/// Which engine to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SttKind {
+    Deepgram,
+    DeepgramPrerecorded,
+    OpenAi,
+    Whisper,
+}
+
+impl std::str::FromStr for SttKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "deepgram" => Ok(Self::Deepgram),
+            "deepgram-prerecorded" => Ok(Self::DeepgramPrerecorded),
+            "openai" => Ok(Self::OpenAi),
+            "whisper" | "local" => Ok(Self::Whisper),
+            other => Err(format!(
+                "unknown STT engine {other:?}: use whisper (offline), deepgram, deepgram-prerecorded or openai"
+            )),
+        }
+    }
+}
+
+/// Joins text pieces with single spaces, skipping empty ones.
+pub(crate) fn join_text<'a>(parts: impl IntoIterator<Item = &'a str>) -> String {
+    parts
+        .into_iter()
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}

@@ -1,0 +1,107 @@
+//! OpenAI transcription: `POST {base}/audio/transcriptions`, multipart with a WAV file.
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use super::Transcriber;
+use crate::audio::wav::f32_to_pcm16le;
+use crate::provider::http::{self, Sender};
+use crate::provider::{endpoint, ErrorKind, ProviderConfig, ProviderError};
+
+const PROVIDER: &str = "openai";
+
+/// OpenAI (or compatible) transcription endpoint.
+pub struct OpenAiStt {
+    config: ProviderConfig,
+    client: reqwest::Client,
+}
+
+impl OpenAiStt {
+    /// `config.model` is the transcription model (`gpt-4o-mini-transcribe`, `whisper-1`).
+    pub fn new(config: ProviderConfig) -> Result<Self, ProviderError> {
+        Ok(Self {
+            client: http::client(PROVIDER, &config)?,
+            config,
+        })
+    }
+}
+
+/// A 16-bit PCM WAV file of 16 kHz mono audio, in memory.
+pub fn wav_bytes(audio: &[f32]) -> Vec<u8> {
+    let data = f32_to_pcm16le(audio);
+    let mut out = Vec::with_capacity(44 + data.len());
+    let rate: u32 = 16_000;
+    out.extend_from_slice(b"RIFF");
+    out.extend_from_slice(&(36 + data.len() as u32).to_le_bytes());
+    out.extend_from_slice(b"WAVEfmt ");
+    out.extend_from_slice(&16u32.to_le_bytes());
+    out.extend_from_slice(&1u16.to_le_bytes()); // PCM
+    out.extend_from_slice(&1u16.to_le_bytes()); // mono
+    out.extend_from_slice(&rate.to_le_bytes());
+    out.extend_from_slice(&(rate * 2).to_le_bytes());
+    out.extend_from_slice(&2u16.to_le_bytes());
+    out.extend_from_slice(&16u16.to_le_bytes());
+    out.extend_from_slice(b"data");
+    out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    out.extend_from_slice(&data);
+    out
+}
+
+#[async_trait]
+impl Transcriber for OpenAiStt {
+    fn name(&self) -> &'static str {
+        PROVIDER
+    }
+
+    async fn transcribe(&self, audio: &[f32]) -> Result<String, ProviderError> {
+        let key = self.config.api_key.as_deref();
+        if key.is_none() && self.config.is_public_endpoint() {
+            return Err(http::missing_key(PROVIDER));
+        }
+        let url = endpoint(&self.config.base_url, "audio/transcriptions");
+        let wav = wav_bytes(audio);
+        let sender = Sender {
+            provider: PROVIDER,
+            retry: self.config.retry,
+        };
+        let resp = sender
+            .send(|| {
+                let part = reqwest::multipart::Part::bytes(wav.clone())
+                    .file_name("utterance.wav")
+                    .mime_str("audio/wav")
+                    .unwrap_or_else(|_| reqwest::multipart::Part::bytes(wav.clone()));
+                let form = reqwest::multipart::Form::new()
+                    .text("model", self.config.model.clone())
+                    .text("response_format", "json")
+                    .part("file", part);
+                let req = self.client.post(&url).multipart(form).timeout(self.config.idle_timeout);
+                match key {
+                    Some(k) => req.bearer_auth(k),
+                    None => req,
+                }
+            })
+            .await?;
+        let body: Value = resp.json().await.map_err(|e| {
+            ProviderError::new(
+                PROVIDER,
+                ErrorKind::InvalidResponse,
+                format!("transcription is not JSON: {e}"),
+            )
+        })?;
+        body["text"]
+            .as_str()
+            .map(|t| t.trim().to_string())
+            .ok_or_else(|| ProviderError::new(PROVIDER, ErrorKind::InvalidResponse, "transcription without \"text\""))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn wav_bytes_is_a_valid_wav() {
+        let w = super::wav_bytes(&[0.0, 0.5, -0.5]);
+        let (s, rate) = crate::audio::wav::decode_wav_bytes(&w).unwrap();
+        assert_eq!(rate, 16_000);
+        assert_eq!(s.len(), 3);
+    }
+}

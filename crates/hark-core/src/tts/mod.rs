@@ -1,0 +1,56 @@
+//! Text-to-speech behind one capability trait, [`Synthesizer`].
+//!
+//! # Layout
+//! - `remote`: Deepgram Aura-2 `/v1/speak` (linear16) and OpenAI `/v1/audio/speech` (pcm),
+//!   both streamed: audio is played while the rest of the sentence is still arriving.
+//! - `system`: the operating system's own voice (espeak-ng on Linux, `say` on macOS,
+//!   System.Speech on Windows), rendered to audio so Hark's playback, barge-in and heard-text
+//!   tracking work the same for every voice.
+
+pub mod remote;
+pub mod system;
+
+use async_trait::async_trait;
+use tokio::sync::mpsc;
+
+use crate::provider::ProviderError;
+
+/// A piece of synthesised speech: mono samples at `rate`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AudioChunk {
+    pub samples: Vec<f32>,
+    pub rate: u32,
+}
+
+/// A text-to-speech engine.
+#[async_trait]
+pub trait Synthesizer: Send + Sync {
+    /// Engine name ("deepgram", "openai", "system").
+    fn name(&self) -> &'static str;
+
+    /// Speaks one sentence; audio arrives on `out` as it is produced. Cancel by dropping
+    /// the future.
+    async fn synthesize(&self, text: &str, out: &mpsc::UnboundedSender<AudioChunk>) -> Result<(), ProviderError>;
+}
+
+/// Which engine to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TtsKind {
+    Deepgram,
+    OpenAi,
+    System,
+}
+
+impl std::str::FromStr for TtsKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "deepgram" => Ok(Self::Deepgram),
+            "openai" => Ok(Self::OpenAi),
+            "system" | "os" | "local" => Ok(Self::System),
+            other => Err(format!(
+                "unknown TTS engine {other:?}: use system (offline), deepgram or openai"
+            )),
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! The operating system's own voice, rendered to audio.
+//!
+//! Linux: `espeak-ng --stdout` (WAV on stdout; speech-dispatcher's default voice engine).
+//! macOS: `say -o FILE --data-format=LEI16@22050`. Windows: System.Speech through PowerShell.
+//! Rendering instead of speaking directly lets Hark queue, flush and track it like any voice.
+
+use std::process::Stdio;
+
+use async_trait::async_trait;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::mpsc;
+
+use super::{AudioChunk, Synthesizer};
+use crate::audio::wav::decode_wav_bytes;
+use crate::provider::{ErrorKind, ProviderError};
+
+const PROVIDER: &str = "system";
+
+/// The OS voice.
+#[derive(Debug, Clone, Default)]
+pub struct SystemVoice {
+    /// Voice name for the engine (espeak-ng `-v`, `say -v`), or the default.
+    pub voice: Option<String>,
+    /// Words per minute (espeak-ng `-s`, `say -r`), or the default.
+    pub rate_wpm: Option<u32>,
+}
+
+fn err(kind: ErrorKind, m: impl Into<String>) -> ProviderError {
+    ProviderError::new(PROVIDER, kind, m)
+}
+
+impl SystemVoice {
+    async fn render(&self, text: &str) -> Result<Vec<u8>, ProviderError> {
+        #[cfg(target_os = "macos")]
+        {
+            let dir = std::env::temp_dir().join(format!(
+                "hark-say-{}-{}",
+                std::process::id(),
+                crate::conversation::new_id()
+            ));
+            let file = dir.with_extension("wav");
+            let mut cmd = tokio::process::Command::new("say");
+            cmd.arg("-o").arg(&file).arg("--data-format=LEI16@22050");
+            if let Some(v) = &self.voice {
+                cmd.arg("-v").arg(v);
+            }
+            if let Some(r) = self.rate_wpm {
+                cmd.arg("-r").arg(r.to_string());
+            }
+            cmd.arg("--").arg(text);
+            let status = cmd
+                .status()
+                .await
+                .map_err(|e| err(ErrorKind::InvalidRequest, format!("cannot run say: {e}")))?;
+            let bytes = std::fs::read(&file);
+            let _ = std::fs::remove_file(&file);
+            if !status.success() {
+                return Err(err(ErrorKind::Server, format!("say exited with {status}")));
+            }
+            return bytes.map_err(|e| err(ErrorKind::Server, e.to_string()));
+        }
+        #[cfg(target_os = "windows")]
+        {
+            let file = std::env::temp_dir().join(format!("hark-sapi-{}.wav", crate::conversation::new_id()));
+            let script = format!(
+                "Add-Type -AssemblyName System.Speech; $s = New-Object System.Speech.Synthesis.SpeechSynthesizer; \
+                 $s.SetOutputToWaveFile('{}'); $s.Speak([Console]::In.ReadToEnd()); $s.Dispose()",
+                file.display()
+            );
+            let mut child = tokio::process::Command::new("powershell")
+                .args(["-NoProfile", "-Command", &script])
+                .stdin(Stdio::piped())
+                .spawn()
+                .map_err(|e| err(ErrorKind::InvalidRequest, format!("cannot run PowerShell: {e}")))?;
+            if let Some(mut stdin) = child.stdin.take() {
+                let _ = stdin.write_all(text.as_bytes()).await;
+            }
+            let status = child.wait().await.map_err(|e| err(ErrorKind::Server, e.to_string()))?;
+            let bytes = std::fs::read(&file);
+            let _ = std::fs::remove_file(&file);
+            if !status.success() {
+                return Err(err(ErrorKind::Server, format!("System.Speech exited with {status}")));
+            }
+            return bytes.map_err(|e| err(ErrorKind::Server, e.to_string()));
+        }
+        #[cfg(not(any(target_os = "macos", target_os = "windows")))]
+        {
+            let mut cmd = tokio::process::Command::new("espeak-ng");
+            cmd.arg("--stdout");
+            if let Some(v) = &self.voice {
+                cmd.arg("-v").arg(v);
+            }
+            if let Some(r) = self.rate_wpm {
+                cmd.arg("-s").arg(r.to_string());
+            }
+            // The text goes through stdin, never the command line (no quoting issues).
+            let mut child = cmd
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .kill_on_drop(true)
+                .spawn()
+                .map_err(|e| {
+                    err(
+                        ErrorKind::InvalidRequest,
+                        format!("cannot run espeak-ng ({e}): install the espeak-ng package or choose another voice"),
+                    )
+                })?;
+            if let Some(mut stdin) = child.stdin.take() {
+                stdin
+                    .write_all(text.as_bytes())
+                    .await
+                    .map_err(|e| err(ErrorKind::Server, e.to_string()))?;
+            }
+            let out = child
+                .wait_with_output()
+                .await
+                .map_err(|e| err(ErrorKind::Server, e.to_string()))?;
+            if !out.status.success() {
+                return Err(err(
+                    ErrorKind::Server,
+                    format!("espeak-ng failed: {}", String::from_utf8_lossy(&out.stderr).trim()),
+                ));
+            }
+            Ok(out.stdout)
+        }
+    }
+}
+
+#[async_trait]
+impl Synthesizer for SystemVoice {
+    fn name(&self) -> &'static str {
+        PROVIDER
+    }
+
+    async fn synthesize(&self, text: &str, out: &mpsc::UnboundedSender<AudioChunk>) -> Result<(), ProviderError> {
+        let bytes = self.render(text).await?;
+        let (samples, rate) = fix_streamed_wav(&bytes)
+            .and_then(|b| decode_wav_bytes(&b).map_err(|e| e.to_string()))
+            .map_err(|e| {
+                err(
+                    ErrorKind::InvalidResponse,
+                    format!("the voice produced unreadable audio: {e}"),
+                )
+            })?;
+        // Hand it over in 100 ms pieces so playback can start and be flushed like a stream.
+        for piece in samples.chunks((rate / 10).max(1) as usize) {
+            let _ = out.send(AudioChunk {
+                samples: piece.to_vec(),
+                rate,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// espeak-ng writes WAV to a pipe with unknown lengths (0xFFFFFFFF); fill in the real ones.
+fn fix_streamed_wav(bytes: &[u8]) -> Result<Vec<u8>, String> {
+    if bytes.len() < 44 || &bytes[0..4] != b"RIFF" || &bytes[8..12] != b"WAVE" {
+        return Err("not a RIFF/WAVE stream".into());
+    }
+    let mut b = bytes.to_vec();
+    let riff = (b.len() - 8) as u32;
+    b[4..8].copy_from_slice(&riff.to_le_bytes());
+    // Find the data chunk and set its length to what follows it.
+    let mut pos = 12;
+    while pos + 8 <= b.len() {
+        let id = &b[pos..pos + 4];
+        let len = u32::from_le_bytes([b[pos + 4], b[pos + 5], b[pos + 6], b[pos + 7]]) as usize;
+        if id == b"data" {
+            let data_len = (b.len() - pos - 8) as u32 & !1;
+            b[pos + 4..pos + 8].copy_from_slice(&data_len.to_le_bytes());
+            return Ok(b);
+        }
+        pos += 8 + len + (len & 1);
+    }
+    Err("no data chunk".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_streamed_wav_header_gets_real_lengths() {
+        let mut w = crate::stt::openai::wav_bytes(&[0.1; 100]);
+        w[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
+        w[40..44].copy_from_slice(&u32::MAX.to_le_bytes());
+        let fixed = fix_streamed_wav(&w).unwrap();
+        let (s, rate) = decode_wav_bytes(&fixed).unwrap();
+        assert_eq!((s.len(), rate), (100, 16_000));
+        assert!(fix_streamed_wav(b"nope").is_err());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn espeak_renders_a_sentence_as_audio() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        SystemVoice::default()
+            .synthesize("Hello, my name is Hark.", &tx)
+            .await
+            .unwrap();
+        drop(tx);
+        let mut total = 0;
+        while let Some(c) = rx.recv().await {
+            assert_eq!(c.rate, 22_050);
+            total += c.samples.len();
+        }
+        // About a second and a half of speech.
+        assert!((15_000..80_000).contains(&total), "{total} samples");
+    }
+}
