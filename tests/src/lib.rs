@@ -8,7 +8,11 @@
 //!   tiny model with a memory: "My name is Sam" ... "What's my name?" → "Your name is Sam."
 //!   only if the earlier turn was actually sent.
 //! - [`Behaviour`]: scripted failures for the next requests (status errors, cuts, stalls).
+//! - [`speech::FakeSpeech`]: Deepgram (`/v1/listen` over HTTP and WebSocket, `/v1/speak`)
+//!   and OpenAI (`/v1/audio/transcriptions`, `/v1/audio/speech`) speech endpoints.
 //! - [`keychain`]: helpers for tests against the real Secret Service.
+
+pub mod speech;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -55,7 +59,10 @@ pub struct Recorded {
     pub method: String,
     pub path: String,
     pub headers: Vec<(String, String)>,
+    /// The body parsed as JSON (`Null` when it is not JSON).
     pub body: Value,
+    /// The body as sent.
+    pub raw: Vec<u8>,
 }
 
 impl Recorded {
@@ -244,7 +251,7 @@ fn deltas(text: &str) -> Vec<String> {
     out
 }
 
-async fn read_request(sock: &mut TcpStream) -> Option<Recorded> {
+pub(crate) async fn read_request(sock: &mut TcpStream) -> Option<Recorded> {
     let mut buf = Vec::new();
     let mut tmp = [0u8; 8192];
     let head_end = loop {
@@ -278,12 +285,14 @@ async fn read_request(sock: &mut TcpStream) -> Option<Recorded> {
         }
         buf.extend_from_slice(&tmp[..n]);
     }
-    let body = serde_json::from_slice(&buf[head_end..head_end + len]).unwrap_or(Value::Null);
+    let raw = buf[head_end..head_end + len].to_vec();
+    let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
     Some(Recorded {
         method,
         path,
         headers,
         body,
+        raw,
     })
 }
 
@@ -313,7 +322,7 @@ fn error_body(flavor: Flavor, error_type: &str, message: &str) -> Value {
     }
 }
 
-async fn send_status(sock: &mut TcpStream, status: u16, body: &Value, retry_after: Option<&str>) {
+pub(crate) async fn send_status(sock: &mut TcpStream, status: u16, body: &Value, retry_after: Option<&str>) {
     let body = body.to_string();
     let extra = retry_after.map(|r| format!("retry-after: {r}\r\n")).unwrap_or_default();
     let head = format!(
@@ -539,13 +548,13 @@ async fn handle(mut sock: TcpStream, s: Arc<Shared>) {
 
 /// Writes chunked transfer-encoding; each SSE event is split over two chunks so clients must
 /// reassemble events across reads.
-struct ChunkWriter<'a> {
-    sock: &'a mut TcpStream,
-    delay: Duration,
+pub(crate) struct ChunkWriter<'a> {
+    pub(crate) sock: &'a mut TcpStream,
+    pub(crate) delay: Duration,
 }
 
 impl ChunkWriter<'_> {
-    async fn chunk(&mut self, bytes: &[u8]) {
+    pub(crate) async fn chunk(&mut self, bytes: &[u8]) {
         let mut out = format!("{:x}\r\n", bytes.len()).into_bytes();
         out.extend_from_slice(bytes);
         out.extend_from_slice(b"\r\n");
@@ -568,7 +577,7 @@ impl ChunkWriter<'_> {
         }
     }
 
-    async fn end(&mut self) {
+    pub(crate) async fn end(&mut self) {
         let _ = self.sock.write_all(b"0\r\n\r\n").await;
         let _ = self.sock.shutdown().await;
     }

@@ -29,11 +29,15 @@ pub(crate) fn classify(status: u16, error_type: Option<&str>, code: Option<&str>
     }
 }
 
-/// Reads `{"error": {"type": .., "code": .., "message": ..}}` (both providers use this shape;
-/// Anthropic wraps it in `{"type": "error", ...}`). Returns (type, code, message).
+/// Reads `{"error": {"type": .., "code": .., "message": ..}}` (OpenAI; Anthropic wraps it in
+/// `{"type": "error", ...}`) or Deepgram's `{"err_code": .., "err_msg": ..}`.
+/// Returns (type, code, message).
 pub(crate) fn error_fields(body: &Value) -> (Option<String>, Option<String>, Option<String>) {
     let e = &body["error"];
     let s = |v: &Value| v.as_str().map(str::to_string);
+    if e.is_null() && body.get("err_msg").is_some() {
+        return (None, s(&body["err_code"]), s(&body["err_msg"]));
+    }
     match e {
         Value::Object(_) => (s(&e["type"]), s(&e["code"]), s(&e["message"])),
         Value::String(m) => (None, None, Some(m.clone())),
