@@ -178,6 +178,15 @@ pub struct Latency {
     pub first_token_ms: Option<u64>,
     /// Request sent → stream finished.
     pub total_ms: u64,
+    /// Voice: push-to-talk release → final transcript.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript_ms: Option<u64>,
+    /// Voice: first sentence ready → first byte of its audio from the synthesiser.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_audio_byte_ms: Option<u64>,
+    /// Voice: push-to-talk release → first reply sample handed to the speaker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_audio_out_ms: Option<u64>,
 }
 
 impl Message {

@@ -464,24 +464,31 @@ impl Conversation {
 
     /// Barge-in: the reply was cut after `heard` was played (rule 9). The context then carries
     /// only the heard text; an empty heard text leaves the reply out of the context.
-    pub fn mark_interrupted(
-        &mut self,
-        message_id: &str,
-        heard: &str,
-        heard_ms: Option<u64>,
-    ) -> Result<usize, HistoryError> {
+    pub fn mark_interrupted(&mut self, message_id: &str, heard: &str, heard_ms: Option<u64>) -> Result<usize, HistoryError> {
+        self.edit_reply(message_id, |a| {
+            a.interrupted = true;
+            a.heard = Some(heard.to_string());
+            a.heard_ms = heard_ms;
+        })
+    }
+
+    /// Edits an assistant reply in place (heard text, voice metrics); counts are kept right.
+    pub fn edit_reply(&mut self, message_id: &str, edit: impl FnOnce(&mut AssistantMessage)) -> Result<usize, HistoryError> {
         let idx = self.index_of(message_id)?;
         if !matches!(self.record[idx].kind, MessageKind::Assistant(_)) {
             return Err(HistoryError::NotAReply(message_id.to_string()));
         }
         self.replace(idx, |m| {
             if let MessageKind::Assistant(a) = &mut m.kind {
-                a.interrupted = true;
-                a.heard = Some(heard.to_string());
-                a.heard_ms = heard_ms;
+                edit(a);
             }
         });
         Ok(idx)
+    }
+
+    /// The id of the newest assistant reply.
+    pub fn last_reply_id(&self) -> Option<&str> {
+        self.record.iter().rev().find(|m| matches!(m.kind, MessageKind::Assistant(_))).map(|m| m.id.as_str())
     }
 
     /// Reset: empties the context; settings and system prompt stay; the record keeps

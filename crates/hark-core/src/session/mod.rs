@@ -2,11 +2,19 @@
 //!
 //! # Layout
 //! - this file: [`ChatSession`], which owns a conversation, its store and its model, and runs
-//!   text turns; the voice turn loop (issue: voice) builds on it.
+//!   text turns.
+//! - `voice`: the voice turn (transcript → reply → sentences → speech) and the session actor
+//!   that owns capture and serialises push-to-talk, completions and barge-in.
+//! - `sentences`: the streaming sentence splitter.
+//! - `ptt`: push-to-talk decisions as pure functions.
 //!
 //! Order of a turn: the user message is committed to SQLite before the request (rule 3), the
 //! reply is committed when it is final (complete, cut by an error, or cancelled). A crash
 //! mid-stream therefore loses only the reply still in flight.
+
+pub mod ptt;
+pub mod sentences;
+pub mod voice;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -147,6 +155,18 @@ impl ChatSession {
         self.store.update_session(&self.meta)
     }
 
+    /// Barge-in: records what was heard of a reply (rule 9) and commits it.
+    pub fn mark_interrupted(&mut self, reply_id: &str, heard: &str, heard_ms: u64) -> Result<(), TurnError> {
+        let i = self.conv.mark_interrupted(reply_id, heard, Some(heard_ms))?;
+        Ok(self.save_at(i)?)
+    }
+
+    /// Edits a recorded reply (voice metrics) and commits it.
+    pub fn edit_reply(&mut self, reply_id: &str, edit: impl FnOnce(&mut AssistantMessage)) -> Result<(), TurnError> {
+        let i = self.conv.edit_reply(reply_id, edit)?;
+        Ok(self.save_at(i)?)
+    }
+
     /// Reset: clears the context, commits the marker.
     pub fn clear(&mut self) -> Result<(), StoreError> {
         self.conv.clear();
@@ -207,6 +227,7 @@ impl ChatSession {
         let latency = Latency {
             first_token_ms: first_token.map(|d| d.as_millis() as u64),
             total_ms: started.elapsed().as_millis() as u64,
+            ..Default::default()
         };
         let (completion, outcome, error) = match result {
             Ok(c) => (c, ReplyOutcome::Complete, None),
