@@ -130,7 +130,7 @@ mod tests {
 
     #[test]
     fn very_long_sentences_are_cut_at_a_comma() {
-        let long = format!("{}, and then it went on", "word ".repeat(50));
+        let long = format!("{}, and then it went on {}", "word ".repeat(40), "and on ".repeat(5));
         let out = split_stream(&[&long]);
         assert_eq!(out.len(), 2);
         assert!(out[0].ends_with(','));
