@@ -125,6 +125,23 @@ impl Tracker {
     pub fn first_sample_at(&self) -> Option<Instant> {
         *self.first_sample_at.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    /// Milliseconds of audio queued but not played yet.
+    pub fn queued_ms(&self) -> u64 {
+        if self.stopped.load(Ordering::SeqCst) {
+            return 0;
+        }
+        self.lock()
+            .iter()
+            .map(|s| {
+                let left = s
+                    .frames_total
+                    .load(Ordering::Relaxed)
+                    .saturating_sub(s.frames_played.load(Ordering::Relaxed));
+                left * 1000 / s.rate.load(Ordering::Relaxed).max(1)
+            })
+            .sum()
+    }
 }
 
 /// A sentence's playback state, for [`heard_text`].
@@ -177,6 +194,9 @@ pub trait AudioOut: Send + Sync {
     fn first_sample_at(&self) -> Option<Instant>;
     /// Whether everything queued has been played.
     fn is_idle(&self) -> bool;
+    /// Milliseconds of audio queued and not yet played (synthesis waits while this is high,
+    /// so a barge-in does not waste synthesis on sentences nobody will hear).
+    fn queued_ms(&self) -> u64;
 }
 
 /// A source that counts what the audio thread takes from it and stops on a flush.
@@ -323,6 +343,10 @@ impl AudioOut for Speaker {
     fn is_idle(&self) -> bool {
         self.player.empty()
     }
+
+    fn queued_ms(&self) -> u64 {
+        self.tracker.queued_ms()
+    }
 }
 
 /// Collects reply audio instead of playing it (`hark talk --out`); "plays" instantly.
@@ -372,6 +396,119 @@ impl AudioOut for WavOut {
     }
     fn is_idle(&self) -> bool {
         true
+    }
+    fn queued_ms(&self) -> u64 {
+        0
+    }
+}
+
+/// Plays in real time into nothing: a clock consumes queued audio at its sample rate.
+/// For headless runs and for measuring the turn loop without a sound card; barge-in,
+/// heard text and first-sample timing behave as with a real device.
+pub struct ClockOut {
+    tracker: Arc<Tracker>,
+    queue: Arc<Mutex<std::collections::VecDeque<(Arc<Segment>, usize, u32)>>>,
+    /// Stops the clock thread when the output is dropped.
+    alive: Arc<AtomicBool>,
+}
+
+impl Default for ClockOut {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ClockOut {
+    /// Tick of the clock: like a device buffer of 5 ms.
+    const TICK: Duration = Duration::from_millis(5);
+
+    pub fn new() -> Self {
+        let out = Self {
+            tracker: Arc::new(Tracker::default()),
+            queue: Arc::new(Mutex::new(std::collections::VecDeque::new())),
+            alive: Arc::new(AtomicBool::new(true)),
+        };
+        let (tracker, queue, alive) = (out.tracker.clone(), out.queue.clone(), out.alive.clone());
+        std::thread::spawn(move || {
+            let mut last = Instant::now();
+            while alive.load(Ordering::Relaxed) {
+                std::thread::sleep(Self::TICK);
+                let now = Instant::now();
+                let elapsed = now - last;
+                last = now;
+                let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
+                let mut budget = elapsed.as_secs_f64();
+                while budget > 0.0 {
+                    let Some((seg, left, rate)) = q.front_mut() else { break };
+                    if tracker.stopped.load(Ordering::SeqCst) {
+                        q.clear();
+                        break;
+                    }
+                    let frames = ((budget * *rate as f64) as usize).min(*left);
+                    if frames == 0 {
+                        break;
+                    }
+                    if seg.frames_played.fetch_add(frames as u64, Ordering::Relaxed) == 0 {
+                        let mut first = tracker.first_sample_at.lock().unwrap_or_else(|p| p.into_inner());
+                        first.get_or_insert(now - elapsed);
+                    }
+                    *left -= frames;
+                    budget -= frames as f64 / *rate as f64;
+                    if *left == 0 {
+                        q.pop_front();
+                    }
+                }
+            }
+        });
+        out
+    }
+}
+
+impl Drop for ClockOut {
+    fn drop(&mut self) {
+        self.alive.store(false, Ordering::Relaxed);
+    }
+}
+
+impl AudioOut for ClockOut {
+    fn start_reply(&self) {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        self.tracker.reset();
+    }
+    fn begin_sentence(&self, text: &str) -> usize {
+        self.tracker.begin(text)
+    }
+    fn push(&self, sentence: usize, samples: Vec<f32>, rate: u32) {
+        if self.tracker.stopped.load(Ordering::SeqCst) || samples.is_empty() || rate == 0 {
+            return;
+        }
+        if let Some(seg) = self.tracker.add(sentence, samples.len(), rate) {
+            self.queue
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push_back((seg, samples.len(), rate));
+        }
+    }
+    fn end_sentence(&self, sentence: usize) {
+        self.tracker.end(sentence);
+    }
+    fn flush(&self) -> Heard {
+        self.tracker.stopped.store(true, Ordering::SeqCst);
+        let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        q.clear();
+        self.tracker.heard()
+    }
+    fn heard(&self) -> Heard {
+        self.tracker.heard()
+    }
+    fn first_sample_at(&self) -> Option<Instant> {
+        self.tracker.first_sample_at()
+    }
+    fn is_idle(&self) -> bool {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
+    }
+    fn queued_ms(&self) -> u64 {
+        self.tracker.queued_ms()
     }
 }
 
@@ -427,6 +564,22 @@ mod tests {
         );
         assert!(out.first_sample_at().is_some());
         assert_eq!(out.take().0.len(), 2400);
+    }
+
+    #[test]
+    fn the_clock_plays_in_real_time_and_stops_on_flush() {
+        let out = ClockOut::new();
+        out.start_reply();
+        let s = out.begin_sentence("one two three four five six seven eight nine ten");
+        out.push(s, vec![0.0; 10_000], 10_000); // one second
+        out.end_sentence(s);
+        std::thread::sleep(Duration::from_millis(300));
+        let h = out.flush();
+        assert!((200..=450).contains(&h.ms), "{h:?}");
+        assert!(h.text.starts_with("one two") && !h.text.contains("ten"), "{h:?}");
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(out.heard().ms, h.ms, "nothing plays after a flush");
+        assert!(out.is_idle());
     }
 
     #[test]

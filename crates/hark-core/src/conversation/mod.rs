@@ -464,7 +464,12 @@ impl Conversation {
 
     /// Barge-in: the reply was cut after `heard` was played (rule 9). The context then carries
     /// only the heard text; an empty heard text leaves the reply out of the context.
-    pub fn mark_interrupted(&mut self, message_id: &str, heard: &str, heard_ms: Option<u64>) -> Result<usize, HistoryError> {
+    pub fn mark_interrupted(
+        &mut self,
+        message_id: &str,
+        heard: &str,
+        heard_ms: Option<u64>,
+    ) -> Result<usize, HistoryError> {
         self.edit_reply(message_id, |a| {
             a.interrupted = true;
             a.heard = Some(heard.to_string());
@@ -473,7 +478,11 @@ impl Conversation {
     }
 
     /// Edits an assistant reply in place (heard text, voice metrics); counts are kept right.
-    pub fn edit_reply(&mut self, message_id: &str, edit: impl FnOnce(&mut AssistantMessage)) -> Result<usize, HistoryError> {
+    pub fn edit_reply(
+        &mut self,
+        message_id: &str,
+        edit: impl FnOnce(&mut AssistantMessage),
+    ) -> Result<usize, HistoryError> {
         let idx = self.index_of(message_id)?;
         if !matches!(self.record[idx].kind, MessageKind::Assistant(_)) {
             return Err(HistoryError::NotAReply(message_id.to_string()));
@@ -488,7 +497,11 @@ impl Conversation {
 
     /// The id of the newest assistant reply.
     pub fn last_reply_id(&self) -> Option<&str> {
-        self.record.iter().rev().find(|m| matches!(m.kind, MessageKind::Assistant(_))).map(|m| m.id.as_str())
+        self.record
+            .iter()
+            .rev()
+            .find(|m| matches!(m.kind, MessageKind::Assistant(_)))
+            .map(|m| m.id.as_str())
     }
 
     /// Reset: empties the context; settings and system prompt stay; the record keeps

@@ -116,8 +116,14 @@ mod tests {
     #[test]
     fn hold_mode_listens_while_held() {
         let mut k = KeyState::default();
-        assert_eq!(decide(PttMode::Hold, Phase::Idle, &mut k, Key::Press), Action::StartListening);
-        assert_eq!(decide(PttMode::Hold, Phase::Listening, &mut k, Key::Release), Action::StopListening);
+        assert_eq!(
+            decide(PttMode::Hold, Phase::Idle, &mut k, Key::Press),
+            Action::StartListening
+        );
+        assert_eq!(
+            decide(PttMode::Hold, Phase::Listening, &mut k, Key::Release),
+            Action::StopListening
+        );
     }
 
     #[test]
@@ -128,15 +134,28 @@ mod tests {
         );
         let mut k = KeyState::default();
         decide(PttMode::Toggle, Phase::Idle, &mut k, Key::Press);
-        assert_eq!(decide(PttMode::Toggle, Phase::Listening, &mut k, Key::Press), Action::Nothing, "held, repeating");
+        assert_eq!(
+            decide(PttMode::Toggle, Phase::Listening, &mut k, Key::Press),
+            Action::Nothing,
+            "held, repeating"
+        );
     }
 
     #[test]
     fn toggle_mode_starts_and_stops_on_presses() {
         let mut k = KeyState::default();
-        assert_eq!(decide(PttMode::Toggle, Phase::Idle, &mut k, Key::Press), Action::StartListening);
-        assert_eq!(decide(PttMode::Toggle, Phase::Listening, &mut k, Key::Release), Action::Nothing);
-        assert_eq!(decide(PttMode::Toggle, Phase::Listening, &mut k, Key::Press), Action::StopListening);
+        assert_eq!(
+            decide(PttMode::Toggle, Phase::Idle, &mut k, Key::Press),
+            Action::StartListening
+        );
+        assert_eq!(
+            decide(PttMode::Toggle, Phase::Listening, &mut k, Key::Release),
+            Action::Nothing
+        );
+        assert_eq!(
+            decide(PttMode::Toggle, Phase::Listening, &mut k, Key::Press),
+            Action::StopListening
+        );
     }
 
     #[test]
@@ -150,12 +169,19 @@ mod tests {
 
     #[test]
     fn a_stray_release_does_nothing() {
-        assert_eq!(run(PttMode::Hold, Phase::Listening, &[Key::Release]), vec![Action::Nothing]);
+        assert_eq!(
+            run(PttMode::Hold, Phase::Listening, &[Key::Release]),
+            vec![Action::Nothing]
+        );
     }
 
     #[test]
     fn release_before_capture_started_and_silence_make_no_turn() {
-        assert_eq!(check_utterance(&[]), Err(NoTurn::TooShort), "released before any audio arrived");
+        assert_eq!(
+            check_utterance(&[]),
+            Err(NoTurn::TooShort),
+            "released before any audio arrived"
+        );
         assert_eq!(check_utterance(&vec![0.3; 1000]), Err(NoTurn::TooShort));
         assert_eq!(check_utterance(&vec![0.0001; 16_000]), Err(NoTurn::Silent));
         let speech: Vec<f32> = (0..16_000).map(|i| (i as f32 * 0.05).sin() * 0.2).collect();

@@ -80,7 +80,10 @@ impl SentenceSplitter {
     /// Whether the period at byte `dot` ends an abbreviation or an initial ("J.").
     fn is_abbreviation(&self, dot: usize) -> bool {
         let before = &self.buf[..dot];
-        let word = before.rsplit(|c: char| c.is_whitespace() || c == '(').next().unwrap_or_default();
+        let word = before
+            .rsplit(|c: char| c.is_whitespace() || c == '(')
+            .next()
+            .unwrap_or_default();
         let lower = word.to_lowercase();
         (word.chars().count() == 1 && word.chars().all(char::is_uppercase)) || ABBREVIATIONS.contains(&lower.as_str())
     }
@@ -113,7 +116,8 @@ mod tests {
 
     #[test]
     fn the_same_sentences_whatever_the_token_boundaries() {
-        let text = "Dr. Smith paid $3.50 for tea. \"Really?\" she asked. Yes! See J. R. R. Tolkien, e.g. his books.\nDone";
+        let text =
+            "Dr. Smith paid $3.50 for tea. \"Really?\" she asked. Yes! See J. R. R. Tolkien, e.g. his books.\nDone";
         let expected = vec![
             "Dr. Smith paid $3.50 for tea.",
             "\"Really?\"",

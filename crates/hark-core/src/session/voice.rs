@@ -54,25 +54,50 @@ pub struct TurnMetrics {
 pub enum VoiceEvent {
     ListeningStarted,
     /// Input level, about every 10 ms while listening.
-    Level { rms: f32 },
+    Level {
+        rms: f32,
+    },
     /// Live transcript so far (streaming engines only).
-    TranscriptInterim { text: String },
-    TranscriptFinal { text: String },
+    TranscriptInterim {
+        text: String,
+    },
+    TranscriptFinal {
+        text: String,
+    },
     /// The utterance did not make a turn.
-    NoTurn { reason: NoTurn },
+    NoTurn {
+        reason: NoTurn,
+    },
     ThinkingStarted,
-    ReplyDelta { text: String },
+    ReplyDelta {
+        text: String,
+    },
     SpeakingStarted,
     /// Barge-in: what was heard of the reply and what had been generated.
-    ReplyInterrupted { heard: String, generated: String, heard_ms: u64 },
-    TurnFinished { reply: String, metrics: TurnMetrics },
-    Failed { kind: String, message: String, next_step: String },
+    ReplyInterrupted {
+        heard: String,
+        generated: String,
+        heard_ms: u64,
+    },
+    TurnFinished {
+        reply: String,
+        metrics: TurnMetrics,
+    },
+    Failed {
+        kind: String,
+        message: String,
+        next_step: String,
+    },
     Idle,
 }
 
 impl VoiceEvent {
     fn failed(e: &TurnError) -> Self {
-        VoiceEvent::Failed { kind: e.kind().into(), message: e.to_string(), next_step: e.next_step().into() }
+        VoiceEvent::Failed {
+            kind: e.kind().into(),
+            message: e.to_string(),
+            next_step: e.next_step().into(),
+        }
     }
 }
 
@@ -105,6 +130,9 @@ pub async fn transcribe(stt: &dyn Transcriber, samples: &[f32]) -> Result<String
     Ok(stt.transcribe(samples).await?.trim().to_string())
 }
 
+/// How much unplayed audio the synthesiser may queue before it waits.
+const LOOKAHEAD_MS: u64 = 1_000;
+
 /// Timestamps the speaking task shares with the turn.
 #[derive(Default)]
 struct Timing {
@@ -122,12 +150,21 @@ async fn speak(
 ) -> Result<(), ProviderError> {
     let mut started = false;
     while let Some(sentence) = sentences.recv().await {
+        // Stay about a second ahead of playback, no more: synthesis is faster than speech,
+        // and audio synthesised past a barge-in is paid for and never heard.
+        while out.queued_ms() > LOOKAHEAD_MS {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         let idx = out.begin_sentence(&sentence);
         let (tx, mut rx) = mpsc::unbounded_channel::<AudioChunk>();
         let synth = tts.synthesize(&sentence, &tx);
         tokio::pin!(synth);
         let mut push = |chunk: AudioChunk| {
-            timing.lock().unwrap_or_else(|p| p.into_inner()).first_byte.get_or_insert_with(Instant::now);
+            timing
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .first_byte
+                .get_or_insert_with(Instant::now);
             if !started {
                 started = true;
                 let _ = events.send(VoiceEvent::SpeakingStarted);
@@ -160,14 +197,23 @@ pub async fn respond(
     voice.out.start_reply();
     let timing = Arc::new(Mutex::new(Timing::default()));
     let (sentence_tx, sentence_rx) = mpsc::unbounded_channel::<String>();
-    let mut speaking =
-        tokio::spawn(speak(voice.tts.clone(), voice.out.clone(), sentence_rx, timing.clone(), events.clone()));
+    let mut speaking = tokio::spawn(speak(
+        voice.tts.clone(),
+        voice.out.clone(),
+        sentence_rx,
+        timing.clone(),
+        events.clone(),
+    ));
     let record_len = chat.conversation().record().len();
     let _ = events.send(VoiceEvent::ThinkingStarted);
 
     let mut splitter = SentenceSplitter::new();
     let queue = |s: String| {
-        timing.lock().unwrap_or_else(|p| p.into_inner()).first_sentence.get_or_insert_with(Instant::now);
+        timing
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .first_sentence
+            .get_or_insert_with(Instant::now);
         let _ = sentence_tx.send(s);
     };
     let sent = chat
@@ -211,7 +257,11 @@ pub async fn respond(
         }
     }
     let interrupted = barge_in.is_cancelled();
-    let heard = if interrupted || failure.is_some() || tts_error.is_some() { voice.out.flush() } else { voice.out.heard() };
+    let heard = if interrupted || failure.is_some() || tts_error.is_some() {
+        voice.out.flush()
+    } else {
+        voice.out.heard()
+    };
     speaking.abort();
     if let Some(e) = failure {
         return Err(e);
@@ -223,7 +273,9 @@ pub async fn respond(
         .find(|m| matches!(m.kind, MessageKind::Assistant(_)))
         .cloned()
         .ok_or_else(|| ProviderError::new("voice", ErrorKind::InvalidResponse, "the turn recorded no reply"))?;
-    let MessageKind::Assistant(a) = &reply.kind else { unreachable!("filtered to assistant messages above") };
+    let MessageKind::Assistant(a) = &reply.kind else {
+        unreachable!("filtered to assistant messages above")
+    };
     let t = timing.lock().unwrap_or_else(|p| p.into_inner());
     let metrics = TurnMetrics {
         transcript_ms: Some(ms(utterance.released_at, utterance.transcript_at)),
@@ -249,8 +301,17 @@ pub async fn respond(
         let e = TurnError::Provider(e);
         let _ = events.send(VoiceEvent::failed(&e));
     }
-    let _ = events.send(VoiceEvent::TurnFinished { reply: a.generated.clone(), metrics });
-    Ok(Spoken { reply_id: reply.id, generated: a.generated.clone(), heard, interrupted, metrics })
+    let _ = events.send(VoiceEvent::TurnFinished {
+        reply: a.generated.clone(),
+        metrics,
+    });
+    Ok(Spoken {
+        reply_id: reply.id,
+        generated: a.generated.clone(),
+        heard,
+        interrupted,
+        metrics,
+    })
 }
 
 /// Commands to the session actor (imperative: do this).
@@ -418,7 +479,9 @@ fn start_listening(
                 }
             }
         }
-        let rest = capture.stop().map_err(|e| ProviderError::new("audio", ErrorKind::Connectivity, e.to_string()))?;
+        let rest = capture
+            .stop()
+            .map_err(|e| ProviderError::new("audio", ErrorKind::Connectivity, e.to_string()))?;
         if let Some(l) = live.as_mut() {
             l.send(&rest).await?;
         }
@@ -454,11 +517,19 @@ fn start_turn(
             }
         };
         if transcript.is_empty() {
-            let _ = events.send(VoiceEvent::NoTurn { reason: NoTurn::NoWords });
+            let _ = events.send(VoiceEvent::NoTurn {
+                reason: NoTurn::NoWords,
+            });
             return chat;
         }
-        let _ = events.send(VoiceEvent::TranscriptFinal { text: transcript.clone() });
-        let u = Utterance { transcript, released_at, transcript_at: Instant::now() };
+        let _ = events.send(VoiceEvent::TranscriptFinal {
+            text: transcript.clone(),
+        });
+        let u = Utterance {
+            transcript,
+            released_at,
+            transcript_at: Instant::now(),
+        };
         if let Err(e) = respond(&mut chat, &voice, &u, &c, &events).await {
             let _ = events.send(VoiceEvent::failed(&e));
         }
