@@ -8,7 +8,7 @@
 //!   tiny model with a memory: "My name is Sam" ... "What's my name?" → "Your name is Sam."
 //!   only if the earlier turn was actually sent.
 //! - [`Behaviour`]: scripted failures for the next requests (status errors, cuts, stalls).
-//! - [`speech::FakeSpeech`]: Deepgram (`/v1/listen` over HTTP and WebSocket, `/v1/speak`)
+//! - `speech::FakeSpeech`: Deepgram (`/v1/listen` over HTTP and WebSocket, `/v1/speak`)
 //!   and OpenAI (`/v1/audio/transcriptions`, `/v1/audio/speech`) speech endpoints.
 //! - [`keychain`]: helpers for tests against the real Secret Service.
 

@@ -277,6 +277,7 @@ async fn stream_tone(sock: &mut TcpStream, samples: usize, content_type: &str, d
     w.end().await;
 }
 
+#[allow(clippy::result_large_err)] // the handshake callback's signature is tungstenite's
 async fn live(sock: TcpStream, s: Arc<Shared>) {
     let key = s.key.clone();
     let path = Arc::new(Mutex::new(String::new()));

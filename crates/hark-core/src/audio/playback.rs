@@ -402,12 +402,15 @@ impl AudioOut for WavOut {
     }
 }
 
+/// Audio waiting on the clock: its sentence, frames left, sample rate.
+type Queued = (Arc<Segment>, usize, u32);
+
 /// Plays in real time into nothing: a clock consumes queued audio at its sample rate.
 /// For headless runs and for measuring the turn loop without a sound card; barge-in,
 /// heard text and first-sample timing behave as with a real device.
 pub struct ClockOut {
     tracker: Arc<Tracker>,
-    queue: Arc<Mutex<std::collections::VecDeque<(Arc<Segment>, usize, u32)>>>,
+    queue: Arc<Mutex<std::collections::VecDeque<Queued>>>,
     /// Stops the clock thread when the output is dropped.
     alive: Arc<AtomicBool>,
 }

@@ -323,10 +323,13 @@ pub enum VoiceCommand {
     Shutdown,
 }
 
+/// An utterance's 16 kHz samples and, from a live engine, its transcript.
+type Captured = (Vec<f32>, Option<String>);
+
 /// Capture in progress: the pump task and how to stop it.
 struct Listening {
     stop: CancellationToken,
-    pump: JoinHandle<Result<(Vec<f32>, Option<String>), TurnError>>,
+    pump: JoinHandle<Result<Captured, TurnError>>,
 }
 
 /// A turn in progress: the task (which owns the conversation meanwhile) and its barge-in token.
