@@ -583,6 +583,35 @@ impl ChunkWriter<'_> {
     }
 }
 
+/// The offline whisper model that `scripts/fetch-models.sh` puts in `HARK_MODELS_DIR`.
+/// `None` (test skipped, with a note) outside CI when it has not been fetched; under
+/// `CI=true` a missing model fails the test instead.
+pub fn whisper_model() -> Option<std::path::PathBuf> {
+    let dir = std::env::var_os("HARK_MODELS_DIR").map(std::path::PathBuf::from);
+    let path = dir.map(|d| d.join("ggml-tiny.en.bin")).filter(|p| p.exists());
+    if path.is_none() {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("CI=true but the whisper model is missing: scripts/test.sh fetches it into HARK_MODELS_DIR");
+        }
+        eprintln!("whisper model not fetched (scripts/fetch-models.sh): test skipped");
+    }
+    path
+}
+
+/// Speaks text into a WAV file with espeak-ng (a real voice, for real speech-to-text).
+pub fn espeak_wav(text: &str, path: &std::path::Path) {
+    let ok = std::process::Command::new("espeak-ng")
+        .arg("-w")
+        .arg(path)
+        .arg(text)
+        .status()
+        .map(|s| s.success());
+    assert!(
+        matches!(ok, Ok(true)),
+        "espeak-ng is needed (scripts/install-deps.sh installs it)"
+    );
+}
+
 /// Helpers for tests against the real OS keychain (Secret Service on Linux).
 pub mod keychain {
     use std::process::Command;

@@ -8,107 +8,16 @@
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
-use anyhow::{bail, Context, Result};
-use clap::Args;
-use hark_core::conversation::{HistorySettings, Message, MessageKind, ReplyOutcome};
-use hark_core::provider::{ProviderConfig, ProviderKind};
-use hark_core::secrets::Keychain;
+use anyhow::{Context, Result};
+use hark_core::conversation::{Message, MessageKind, ReplyOutcome};
 use hark_core::session::{ChatSession, TurnError, TurnEvent};
-use hark_core::store::{export, Store};
+
+use crate::session_args::SessionArgs;
+use hark_core::store::export;
 use serde_json::json;
 use tokio::io::AsyncBufReadExt;
 use tokio_util::sync::CancellationToken;
-
-#[derive(Args)]
-pub struct ChatArgs {
-    /// Language model provider (default: whichever has a key, Anthropic first; `openai`
-    /// when --base-url is given).
-    #[arg(long, env = "HARK_LLM")]
-    llm: Option<ProviderKind>,
-    /// Provider endpoint (proxy, local server). Also HARK_ANTHROPIC_BASE_URL / HARK_OPENAI_BASE_URL.
-    #[arg(long)]
-    base_url: Option<String>,
-    /// Model name.
-    #[arg(long)]
-    model: Option<String>,
-    /// System prompt (kept with the session; replaces the stored one when resuming).
-    #[arg(long)]
-    system: Option<String>,
-    /// Whole turns kept in the context, counting the current one; 0 = unlimited.
-    #[arg(long)]
-    max_turns: Option<u32>,
-    /// Token budget of the request; 0 = none; default: the model window minus the reply.
-    #[arg(long)]
-    max_context_tokens: Option<u32>,
-    /// Send each utterance alone (the record still keeps everything).
-    #[arg(long)]
-    no_history: bool,
-    /// Resume this session (id or unique prefix).
-    #[arg(long)]
-    session: Option<String>,
-    /// Write the session's export JSON here at the end.
-    #[arg(long)]
-    export: Option<PathBuf>,
-    /// One JSON event per line on stdout instead of plain replies.
-    #[arg(long)]
-    json: bool,
-    /// Reply budget in tokens.
-    #[arg(long, default_value_t = 1024)]
-    max_tokens: u32,
-    /// Sampling temperature.
-    #[arg(long)]
-    temperature: Option<f32>,
-}
-
-const DEFAULT_SYSTEM: &str = "You are Hark, a helpful voice assistant. Answer in one to three short spoken sentences.";
-
-/// Picks the provider: explicit, else `openai` for a custom base URL, else whichever has a
-/// key (Anthropic first), else Anthropic (which then explains how to add a key).
-fn choose_provider(args: &ChatArgs, kc: &Keychain) -> ProviderKind {
-    if let Some(k) = args.llm {
-        return k;
-    }
-    if args.base_url.is_some() {
-        return ProviderKind::OpenAi;
-    }
-    for k in [ProviderKind::Anthropic, ProviderKind::OpenAi] {
-        if matches!(kc.get(k.as_str()), Ok(Some(_))) {
-            return k;
-        }
-    }
-    ProviderKind::Anthropic
-}
-
-fn provider_config(args: &ChatArgs) -> Result<ProviderConfig> {
-    let kc = Keychain::default();
-    let kind = choose_provider(args, &kc);
-    let mut c = ProviderConfig::new(kind);
-    if let Some(url) = &args.base_url {
-        c.base_url = url.clone();
-    }
-    if let Some(m) = &args.model {
-        c.model = m.clone();
-    }
-    c.max_tokens = args.max_tokens;
-    c.temperature = args.temperature;
-    c.api_key = match kc.get(kind.as_str()) {
-        Ok(k) => k.map(|(k, _)| k.expose().to_string()),
-        // A local server needs no key, so an unusable keychain only matters for the public
-        // endpoints; the provider then reports the missing key with its next step.
-        Err(e) if c.is_public_endpoint() => {
-            bail!(
-                "no {} API key: set {} or run `hark keys set {}` ({e})",
-                kind.as_str(),
-                hark_core::secrets::env_var(kind.as_str()).unwrap_or_default(),
-                kind.as_str()
-            )
-        }
-        Err(_) => None,
-    };
-    Ok(c)
-}
 
 /// Prints events: plain text or one JSON object per line.
 struct Out {
@@ -141,44 +50,9 @@ impl Out {
     }
 }
 
-pub async fn run(args: ChatArgs, db: PathBuf) -> Result<ExitCode> {
-    let config = provider_config(&args)?;
-    let reply_budget = config.max_tokens;
-    let model = config.build().context("cannot set up the language model")?;
-    let store = Arc::new(Store::open(&db)?);
+pub async fn run(args: SessionArgs, db: PathBuf) -> Result<ExitCode> {
     let out = Out { json: args.json };
-
-    let (mut session, resumed) = match &args.session {
-        Some(id) => {
-            let id = store.resolve_session(id)?;
-            (ChatSession::resume(store.clone(), &id, model)?, true)
-        }
-        None => {
-            let settings = HistorySettings::default();
-            let system = args.system.as_deref().unwrap_or(DEFAULT_SYSTEM);
-            (ChatSession::create(store.clone(), model, system, settings)?, false)
-        }
-    };
-    session.set_reply_budget(reply_budget);
-    // Flags override what the session had; absent flags keep it.
-    let mut settings = session.conversation().settings();
-    if let Some(n) = args.max_turns {
-        settings.max_turns = n;
-    }
-    if let Some(n) = args.max_context_tokens {
-        settings.max_context_tokens = Some(n);
-    }
-    if args.no_history {
-        settings.enabled = false;
-    }
-    if settings != session.conversation().settings() {
-        session.set_settings(settings)?;
-    }
-    if resumed {
-        if let Some(system) = &args.system {
-            session.set_system_prompt(system)?;
-        }
-    }
+    let (mut session, resumed) = args.open(&db)?;
     let conv = session.conversation();
     out.event(json!({
         "type": "session", "id": session.id(), "resumed": resumed,

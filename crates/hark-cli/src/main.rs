@@ -6,10 +6,14 @@
 //! # Layout
 //! - `main.rs`: arguments and dispatch; every failure ends as one line on stderr and exit 1.
 //! - `chat.rs`: `hark chat`, text turns from stdin (plain or `--json` events).
+//! - `talk.rs`: `hark talk`, voice turns from WAV files or the microphone.
+//! - `session_args.rs`: options shared by chat and talk; opening or resuming the session.
 //! - `manage.rs`: `hark sessions`, `export`, `import`, `delete`, `keys`.
 
 mod chat;
 mod manage;
+mod session_args;
+mod talk;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -33,7 +37,9 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Chat in text: one utterance per line on stdin, each reply on stdout.
-    Chat(chat::ChatArgs),
+    Chat(session_args::SessionArgs),
+    /// Voice turns from WAV files or the microphone: speech-to-text, the model, speech.
+    Talk(Box<talk::TalkArgs>),
     /// List sessions, most recent first.
     Sessions {
         /// One JSON array instead of a table.
@@ -81,6 +87,10 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Chat(args) => match tokio::runtime::Runtime::new() {
             Ok(rt) => rt.block_on(chat::run(args, db)),
+            Err(e) => Err(anyhow::anyhow!("cannot start the async runtime: {e}")),
+        },
+        Command::Talk(args) => match tokio::runtime::Runtime::new() {
+            Ok(rt) => rt.block_on(talk::run(*args, db)),
             Err(e) => Err(anyhow::anyhow!("cannot start the async runtime: {e}")),
         },
         Command::Sessions { json } => manage::sessions(&db, json),

@@ -1,0 +1,280 @@
+//! `hark talk`: voice turns from WAV files (`--wav`, one turn each) or the microphone
+//! (Enter is the push-to-talk key: Enter to start, Enter to stop; Enter while Hark speaks
+//! interrupts it and listens).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use hark_core::audio::playback::{AudioOut, Speaker, WavOut};
+use hark_core::audio::{list_devices, wav};
+use hark_core::provider::{ProviderConfig, ProviderKind};
+use hark_core::secrets::Keychain;
+use hark_core::session::ptt::{check_utterance, Key, PttMode};
+use hark_core::session::voice::{self, respond, Utterance, Voice, VoiceCommand, VoiceEvent};
+use hark_core::stt::deepgram::{DeepgramConfig, DeepgramStt};
+use hark_core::stt::openai::OpenAiStt;
+use hark_core::stt::{SttKind, Transcriber};
+use hark_core::tts::remote::{DeepgramTts, OpenAiTts};
+use hark_core::tts::system::SystemVoice;
+use hark_core::tts::{Synthesizer, TtsKind};
+use tokio::io::AsyncBufReadExt;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::session_args::SessionArgs;
+
+#[derive(Args)]
+pub struct TalkArgs {
+    #[command(flatten)]
+    pub session: SessionArgs,
+    /// A recorded utterance (any PCM WAV); repeat for several turns. Without it: the microphone.
+    #[arg(long)]
+    wav: Vec<PathBuf>,
+    /// Write each reply as DIR/turn-N.wav instead of playing it.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Speech-to-text: whisper (offline), deepgram (live), deepgram-prerecorded, openai.
+    #[arg(long, default_value = "whisper")]
+    stt: SttKind,
+    /// Text-to-speech: system (the OS voice), deepgram, openai.
+    #[arg(long, default_value = "system")]
+    tts: TtsKind,
+    /// The whisper model file (default: <models dir>/ggml-tiny.en.bin).
+    #[arg(long, env = "HARK_WHISPER_MODEL")]
+    whisper_model: Option<PathBuf>,
+    /// Voice name (Deepgram model, OpenAI voice, or the OS voice).
+    #[arg(long)]
+    voice: Option<String>,
+    /// Microphone (id or name from --list-devices).
+    #[arg(long)]
+    input_device: Option<String>,
+    /// Speaker (id or name from --list-devices).
+    #[arg(long)]
+    output_device: Option<String>,
+    /// List audio devices and exit.
+    #[arg(long)]
+    list_devices: bool,
+}
+
+fn key_for(provider: &str) -> Option<String> {
+    Keychain::default()
+        .get(provider)
+        .ok()
+        .flatten()
+        .map(|(k, _)| k.expose().to_string())
+}
+
+fn deepgram_config() -> DeepgramConfig {
+    DeepgramConfig::new(key_for("deepgram"))
+}
+
+fn openai_speech_config(model: &str) -> ProviderConfig {
+    let mut c = ProviderConfig::new(ProviderKind::OpenAi);
+    c.api_key = key_for("openai");
+    c.model = model.to_string();
+    c
+}
+
+fn transcriber(args: &TalkArgs) -> Result<Arc<dyn Transcriber>> {
+    Ok(match args.stt {
+        SttKind::Deepgram => Arc::new(DeepgramStt::new(deepgram_config(), true)?),
+        SttKind::DeepgramPrerecorded => Arc::new(DeepgramStt::new(deepgram_config(), false)?),
+        SttKind::OpenAi => Arc::new(OpenAiStt::new(openai_speech_config("gpt-4o-mini-transcribe"))?),
+        SttKind::Whisper => whisper(args)?,
+    })
+}
+
+#[cfg(feature = "whisper")]
+fn whisper(args: &TalkArgs) -> Result<Arc<dyn Transcriber>> {
+    use hark_core::stt::whisper::{models_dir, WhisperStt, DEFAULT_MODEL};
+    let path = args
+        .whisper_model
+        .clone()
+        .unwrap_or_else(|| models_dir().join(DEFAULT_MODEL));
+    Ok(Arc::new(WhisperStt::load(&path)?))
+}
+
+#[cfg(not(feature = "whisper"))]
+fn whisper(_: &TalkArgs) -> Result<Arc<dyn Transcriber>> {
+    bail!("this build has no offline speech engine (built without the `whisper` feature): use --stt deepgram or openai")
+}
+
+fn synthesizer(args: &TalkArgs) -> Result<Arc<dyn Synthesizer>> {
+    Ok(match args.tts {
+        TtsKind::System => Arc::new(SystemVoice {
+            voice: args.voice.clone(),
+            rate_wpm: None,
+        }),
+        TtsKind::Deepgram => Arc::new(DeepgramTts::new(
+            deepgram_config(),
+            args.voice.clone().unwrap_or("aura-2-thalia-en".into()),
+        )?),
+        TtsKind::OpenAi => Arc::new(OpenAiTts::new(
+            openai_speech_config("gpt-4o-mini-tts"),
+            args.voice.clone().unwrap_or("alloy".into()),
+        )?),
+    })
+}
+
+/// Prints voice events: JSON lines, or a readable transcript.
+fn print_event(json: bool, e: &VoiceEvent) {
+    if json {
+        if let Ok(s) = serde_json::to_string(e) {
+            println!("{s}");
+        }
+        return;
+    }
+    let mut err = std::io::stderr();
+    match e {
+        VoiceEvent::ListeningStarted => eprintln!("(listening… press Enter to stop)"),
+        VoiceEvent::TranscriptInterim { text } => {
+            let _ = write!(err, "\r… {text}");
+        }
+        VoiceEvent::TranscriptFinal { text } => println!("you: {text}"),
+        VoiceEvent::NoTurn { reason } => eprintln!("(no turn: {reason:?})"),
+        VoiceEvent::ReplyDelta { .. } | VoiceEvent::Level { .. } => {}
+        VoiceEvent::TurnFinished { reply, metrics } => {
+            println!("hark: {reply}");
+            eprintln!(
+                "(release→transcript {} ms, first token {} ms, first audio out {} ms)",
+                metrics.transcript_ms.unwrap_or(0),
+                metrics.first_token_ms.unwrap_or(0),
+                metrics.first_audio_out_ms.unwrap_or(0)
+            );
+        }
+        VoiceEvent::ReplyInterrupted { heard, .. } => eprintln!("(interrupted; heard: “{heard}”)"),
+        VoiceEvent::Failed {
+            kind,
+            message,
+            next_step,
+        } => eprintln!("hark: {kind}: {message} ({next_step})"),
+        VoiceEvent::ThinkingStarted | VoiceEvent::SpeakingStarted | VoiceEvent::Idle => {}
+    }
+}
+
+pub async fn run(args: TalkArgs, db: PathBuf) -> Result<ExitCode> {
+    if args.list_devices {
+        for (label, input) in [("inputs", true), ("outputs", false)] {
+            println!("{label}:");
+            for d in list_devices(input)? {
+                println!("  {}{} ({})", if d.is_default { "* " } else { "  " }, d.name, d.id);
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let stt = transcriber(&args)?;
+    let tts = synthesizer(&args)?;
+    let file_out = args.out.as_ref().map(|_| Arc::new(WavOut::default()));
+    let out: Arc<dyn AudioOut> = match &file_out {
+        Some(w) => w.clone(),
+        None => Arc::new(Speaker::open(args.output_device.as_deref())?),
+    };
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let voice = Voice { stt, tts, out };
+    let (mut chat, _) = args.session.open(&db)?;
+    let json = args.session.json;
+    if json {
+        println!("{}", serde_json::json!({"type": "session", "id": chat.id()}));
+    }
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let printer = tokio::spawn(async move {
+        let mut failed = false;
+        while let Some(e) = rx.recv().await {
+            failed |= matches!(e, VoiceEvent::Failed { .. });
+            print_event(json, &e);
+        }
+        failed
+    });
+
+    if args.wav.is_empty() {
+        microphone(chat, voice, args.input_device.clone(), tx).await?;
+    } else {
+        for (n, path) in args.wav.iter().enumerate() {
+            wav_turn(&mut chat, &voice, path, &tx).await?;
+            if let (Some(dir), Some(w)) = (&args.out, &file_out) {
+                let (samples, rate) = w.take();
+                if !samples.is_empty() {
+                    let file = dir.join(format!("turn-{}.wav", n + 1));
+                    wav::write_mono(&file, &samples, rate)?;
+                }
+            }
+        }
+        drop(tx);
+        if let Some(path) = &args.session.export {
+            std::fs::write(path, hark_core::store::export::to_json(&chat.stored()?))?;
+        }
+    }
+    let failed = printer.await.unwrap_or(true);
+    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+/// One turn from a WAV file, as if it had been spoken while the key was held.
+async fn wav_turn(
+    chat: &mut hark_core::session::ChatSession,
+    voice: &Voice,
+    path: &Path,
+    events: &mpsc::UnboundedSender<VoiceEvent>,
+) -> Result<()> {
+    let samples = wav::read_16k_mono(path)?;
+    if let Err(reason) = check_utterance(&samples) {
+        let _ = events.send(VoiceEvent::NoTurn { reason });
+        return Ok(());
+    }
+    let released_at = Instant::now();
+    let transcript = match voice.stt.live(mpsc::unbounded_channel().0).await? {
+        Some(mut live) => {
+            for chunk in samples.chunks(1600) {
+                live.send(chunk).await?;
+            }
+            live.finish().await?
+        }
+        None => voice::transcribe(voice.stt.as_ref(), &samples).await?,
+    };
+    if transcript.is_empty() {
+        let _ = events.send(VoiceEvent::NoTurn {
+            reason: hark_core::session::ptt::NoTurn::NoWords,
+        });
+        return Ok(());
+    }
+    let _ = events.send(VoiceEvent::TranscriptFinal {
+        text: transcript.clone(),
+    });
+    let u = Utterance {
+        transcript,
+        released_at,
+        transcript_at: Instant::now(),
+    };
+    if let Err(e) = respond(chat, voice, &u, &CancellationToken::new(), events).await {
+        bail!("{e}");
+    }
+    Ok(())
+}
+
+/// The microphone, with Enter as the push-to-talk key (toggle mode).
+async fn microphone(
+    chat: hark_core::session::ChatSession,
+    voice: Voice,
+    input: Option<String>,
+    events: mpsc::UnboundedSender<VoiceEvent>,
+) -> Result<()> {
+    eprintln!("press Enter to talk, Enter again to stop; Enter while Hark speaks interrupts; q + Enter quits");
+    let (cmd, task) = voice::spawn(chat, voice, PttMode::Toggle, input, events);
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    while let Some(line) = lines.next_line().await? {
+        if line.trim() == "q" {
+            break;
+        }
+        let _ = cmd.send(VoiceCommand::Key(Key::Press));
+        let _ = cmd.send(VoiceCommand::Key(Key::Release));
+    }
+    let _ = cmd.send(VoiceCommand::Shutdown);
+    task.await.context("the voice session ended abnormally")?;
+    Ok(())
+}

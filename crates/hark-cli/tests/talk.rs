@@ -1,0 +1,138 @@
+//! `hark talk --wav` end to end with real speech: espeak-ng speaks the user's lines, the
+//! offline whisper engine transcribes them, a loopback OpenAI-compatible server answers, the
+//! OS voice speaks the replies into WAV files, and whisper reads those back.
+
+use std::path::Path;
+use std::process::Command;
+
+use hark_e2e::{espeak_wav, whisper_model, FakeLlm};
+use serde_json::Value;
+
+#[test]
+fn wav_turns_are_transcribed_answered_and_spoken_into_files() {
+    let Some(model) = whisper_model() else { return };
+    let server = FakeLlm::openai(None);
+    let dir = tempfile::tempdir().unwrap();
+    let (u1, u2, out) = (
+        dir.path().join("u1.wav"),
+        dir.path().join("u2.wav"),
+        dir.path().join("out"),
+    );
+    espeak_wav("My name is Sam and I live in Paris.", &u1);
+    espeak_wav("Tell me, what is my name?", &u2);
+    let export = dir.path().join("export.json");
+    let o = Command::new(env!("CARGO_BIN_EXE_hark"))
+        .arg("--db")
+        .arg(dir.path().join("hark.db"))
+        .args(["talk", "--json", "--base-url", &server.base_url(), "--model", "local"])
+        .arg("--whisper-model")
+        .arg(&model)
+        .arg("--wav")
+        .arg(&u1)
+        .arg("--wav")
+        .arg(&u2)
+        .arg("--out")
+        .arg(&out)
+        .arg("--export")
+        .arg(&export)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}\n{stdout}", String::from_utf8_lossy(&o.stderr));
+    let events: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let transcripts: Vec<String> = events
+        .iter()
+        .filter(|e| e["type"] == "transcript_final")
+        .map(|e| e["text"].as_str().unwrap().to_lowercase())
+        .collect();
+    assert_eq!(transcripts.len(), 2, "{stdout}");
+    assert!(
+        transcripts[0].contains("sam") && transcripts[0].contains("paris"),
+        "{transcripts:?}"
+    );
+    let replies: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "turn_finished")
+        .map(|e| e["reply"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        replies[1], "Your name is Sam.",
+        "the second turn remembered the first: {replies:?}"
+    );
+    let finished = events.iter().rfind(|e| e["type"] == "turn_finished").unwrap();
+    assert!(finished["metrics"]["transcript_ms"].is_u64() && finished["metrics"]["first_audio_out_ms"].is_u64());
+
+    // The spoken reply, read back by whisper.
+    let reply_wav = out.join("turn-2.wav");
+    assert!(reply_wav.exists());
+    let check = Command::new(env!("CARGO_BIN_EXE_hark"))
+        .arg("--db")
+        .arg(dir.path().join("check.db"))
+        .args(["talk", "--json", "--base-url", &server.base_url(), "--model", "local"])
+        .arg("--whisper-model")
+        .arg(&model)
+        .arg("--wav")
+        .arg(&reply_wav)
+        .arg("--out")
+        .arg(dir.path().join("out2"))
+        .output()
+        .unwrap();
+    let heard = String::from_utf8_lossy(&check.stdout).to_lowercase();
+    assert!(heard.contains("your name is sam"), "whisper heard: {heard}");
+
+    // Voice metrics are in the export.
+    let e: Value = serde_json::from_str(&std::fs::read_to_string(&export).unwrap()).unwrap();
+    let latency = &e["messages"][3]["latency"];
+    assert!(
+        latency["transcript_ms"].is_u64() && latency["first_audio_byte_ms"].is_u64(),
+        "{latency}"
+    );
+    assert!(Path::new(&out.join("turn-1.wav")).exists());
+}
+
+#[test]
+fn a_silent_wav_makes_no_turn() {
+    let server = FakeLlm::openai(None);
+    let dir = tempfile::tempdir().unwrap();
+    let silent = dir.path().join("silence.wav");
+    hark_core_wav_silence(&silent);
+    let o = Command::new(env!("CARGO_BIN_EXE_hark"))
+        .arg("--db")
+        .arg(dir.path().join("hark.db"))
+        .args([
+            "talk",
+            "--json",
+            "--stt",
+            "deepgram-prerecorded",
+            "--base-url",
+            &server.base_url(),
+        ])
+        .arg("--wav")
+        .arg(&silent)
+        .arg("--out")
+        .arg(dir.path())
+        .env("DEEPGRAM_API_KEY", "unused")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains(r#""type":"no_turn","reason":"silent""#), "{stdout}");
+    assert!(server.requests().is_empty(), "no request for silence");
+}
+
+fn hark_core_wav_silence(path: &Path) {
+    let spec = hound_spec();
+    let mut w = hound::WavWriter::create(path, spec).unwrap();
+    for _ in 0..16_000 {
+        w.write_sample(0i16).unwrap();
+    }
+    w.finalize().unwrap();
+}
+
+fn hound_spec() -> hound::WavSpec {
+    hound::WavSpec {
+        channels: 1,
+        sample_rate: 16_000,
+        bits_per_sample: 16,
+        sample_format: hound::SampleFormat::Int,
+    }
+}
