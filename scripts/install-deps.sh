@@ -7,6 +7,10 @@ APT_PACKAGES=(
   libdbus-1-dev                   # keyring's Secret Service client (libdbus)
   dbus dbus-x11 gnome-keyring     # a real Secret Service for the keychain tests
   libsecret-tools                 # secret-tool, to cross-check what is in the keychain
+  libasound2-dev                  # cpal (ALSA)
+  cmake clang libclang-dev        # whisper.cpp, the offline speech-to-text engine
+  espeak-ng                       # the OS voice on Linux
+  pulseaudio pulseaudio-utils libasound2-plugins  # sound server (virtual devices in tests)
 )
 
 missing=()

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# The whole test suite on a fresh machine: installs what it needs, checks formatting and
-# lints, then runs every test with a private, unlocked Secret Service (gnome-keyring on a
-# private D-Bus session) so keychain tests use the real OS keychain without touching yours.
+# The whole test suite on a fresh machine: installs what it needs (apt packages, the
+# offline speech model), checks formatting and lints, then runs every test with a private,
+# unlocked Secret Service (gnome-keyring on a private D-Bus session) and a private
+# PulseAudio with a virtual speaker and microphone, so keychain and audio tests use the
+# real OS keychain and real audio devices without touching yours.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
 scripts/install-deps.sh
+export HARK_MODELS_DIR="${HARK_MODELS_DIR:-$HOME/.cache/hark/models}"
+scripts/fetch-models.sh >/dev/null
 
 # Build output lives outside the clone, so CI's fresh clones reuse it.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/hark/target}"
@@ -27,10 +31,12 @@ trap 'rm -rf "$SANDBOX"' EXIT
 mkdir -p "$SANDBOX/home" "$SANDBOX/run"
 chmod 700 "$SANDBOX/run"
 
-echo "== cargo test (with a private Secret Service)"
+echo "== cargo test (private Secret Service, virtual speaker and microphone)"
 HOME="$SANDBOX/home" XDG_RUNTIME_DIR="$SANDBOX/run" XDG_DATA_HOME="$SANDBOX/home/.local/share" \
   dbus-run-session -- bash -c '
     set -euo pipefail
     printf %s hark-test-keyring | gnome-keyring-daemon --unlock --components=secrets >/dev/null
+    eval "$(scripts/virtual-audio.sh start "$0/audio")"
+    trap "scripts/virtual-audio.sh stop" EXIT
     cargo test --workspace --locked "$@"
-  ' bash "$@"
+  ' "$SANDBOX" "$@"

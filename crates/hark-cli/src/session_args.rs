@@ -105,40 +105,39 @@ impl SessionArgs {
     /// Opens the store and the session (new, or resumed with `--session`), applying the
     /// flags given over what the session had. Returns the session and whether it resumed.
     pub fn open(&self, db: &Path) -> Result<(ChatSession, bool)> {
-        let args = self;
-        let config = provider_config(&args)?;
+        let config = provider_config(self)?;
         let reply_budget = config.max_tokens;
         let model = config.build().context("cannot set up the language model")?;
         let store = Arc::new(Store::open(db)?);
 
-        let (mut session, resumed) = match &args.session {
+        let (mut session, resumed) = match &self.session {
             Some(id) => {
                 let id = store.resolve_session(id)?;
                 (ChatSession::resume(store.clone(), &id, model)?, true)
             }
             None => {
                 let settings = HistorySettings::default();
-                let system = args.system.as_deref().unwrap_or(DEFAULT_SYSTEM);
+                let system = self.system.as_deref().unwrap_or(DEFAULT_SYSTEM);
                 (ChatSession::create(store.clone(), model, system, settings)?, false)
             }
         };
         session.set_reply_budget(reply_budget);
         // Flags override what the session had; absent flags keep it.
         let mut settings = session.conversation().settings();
-        if let Some(n) = args.max_turns {
+        if let Some(n) = self.max_turns {
             settings.max_turns = n;
         }
-        if let Some(n) = args.max_context_tokens {
+        if let Some(n) = self.max_context_tokens {
             settings.max_context_tokens = Some(n);
         }
-        if args.no_history {
+        if self.no_history {
             settings.enabled = false;
         }
         if settings != session.conversation().settings() {
             session.set_settings(settings)?;
         }
         if resumed {
-            if let Some(system) = &args.system {
+            if let Some(system) = &self.system {
                 session.set_system_prompt(system)?;
             }
         }

@@ -1,0 +1,228 @@
+//! A full voice session on real audio devices: a private PulseAudio with a virtual speaker
+//! and a virtual microphone (scripts/virtual-audio.sh, started by scripts/test.sh).
+//!
+//! espeak-ng speech is played into the virtual microphone while the push-to-talk key is
+//! down; cpal captures it, whisper.cpp transcribes it, a loopback OpenAI-compatible server
+//! answers, the OS voice speaks the reply through rodio to the virtual speaker, where the
+//! test records it back and has whisper read it. Then the user barges in on a long reply.
+
+use std::path::Path;
+use std::process::{Child, Command};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hark_core::audio::playback::Speaker;
+use hark_core::audio::resample::rms;
+use hark_core::audio::wav::read_16k_mono;
+use hark_core::conversation::{HistorySettings, MessageKind};
+use hark_core::provider::{ProviderConfig, ProviderKind};
+use hark_core::session::ptt::{Key, PttMode};
+use hark_core::session::voice::{self, Voice, VoiceCommand, VoiceEvent};
+use hark_core::session::ChatSession;
+use hark_core::store::Store;
+use hark_core::stt::whisper::WhisperStt;
+use hark_core::stt::Transcriber;
+use hark_core::tts::system::SystemVoice;
+use hark_e2e::{espeak_wav, whisper_model, Behaviour, FakeLlm};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+fn audio_expected() -> bool {
+    if std::env::var_os("PULSE_SERVER").is_some() {
+        return true;
+    }
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("CI=true but no PulseAudio: run the tests through scripts/test.sh");
+    }
+    eprintln!("no virtual audio devices (scripts/virtual-audio.sh): test skipped");
+    false
+}
+
+async fn wait_for(
+    rx: &mut UnboundedReceiver<VoiceEvent>,
+    what: &str,
+    pred: impl Fn(&VoiceEvent) -> bool,
+) -> VoiceEvent {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let e = tokio::time::timeout_at(deadline, rx.recv())
+            .await
+            .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
+            .unwrap_or_else(|| panic!("events ended before {what}"));
+        if let VoiceEvent::Failed { .. } = &e {
+            panic!("failed while waiting for {what}: {e:?}");
+        }
+        if pred(&e) {
+            return e;
+        }
+    }
+}
+
+/// Plays a WAV into the virtual speaker (and so into the virtual microphone).
+fn play(path: &Path) {
+    let ok = Command::new("paplay").arg("--device=spk").arg(path).status().unwrap();
+    assert!(ok.success());
+}
+
+fn record(path: &Path) -> Child {
+    Command::new("parec")
+        .args(["-d", "spk.monitor", "--file-format=wav", "--rate=16000", "--channels=1"])
+        .arg(path)
+        .spawn()
+        .unwrap()
+}
+
+fn stop(mut c: Child) {
+    let _ = Command::new("kill").arg("-INT").arg(c.id().to_string()).status();
+    let _ = c.wait();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spoken_conversation_on_virtual_audio_devices_with_barge_in() {
+    if !audio_expected() {
+        return;
+    }
+    let Some(model) = whisper_model() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let llm = FakeLlm::openai(None);
+    let mut c = ProviderConfig::new(ProviderKind::OpenAi);
+    c.base_url = llm.base_url();
+    c.model = "local".into();
+    let store = Arc::new(Store::open(dir.path().join("hark.db")).unwrap());
+    let chat = ChatSession::create(store, c.build().unwrap(), "Be brief.", HistorySettings::default()).unwrap();
+    let whisper: Arc<WhisperStt> = Arc::new(WhisperStt::load(&model).unwrap());
+    let voice = Voice {
+        stt: whisper.clone(),
+        tts: Arc::new(SystemVoice::default()),
+        out: Arc::new(Speaker::open(None).expect("the virtual speaker")),
+    };
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let (cmd, task) = voice::spawn(chat, voice, PttMode::Hold, None, tx);
+
+    let u1 = dir.path().join("u1.wav");
+    let u2 = dir.path().join("u2.wav");
+    espeak_wav("My name is Sam and I live in Paris.", &u1);
+    espeak_wav("Tell me, what is my name?", &u2);
+
+    // Turn 1: hold the key, speak, release.
+    cmd.send(VoiceCommand::Key(Key::Press)).unwrap();
+    wait_for(&mut rx, "listening", |e| *e == VoiceEvent::ListeningStarted).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::task::spawn_blocking({
+        let u1 = u1.clone();
+        move || play(&u1)
+    })
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    cmd.send(VoiceCommand::Key(Key::Release)).unwrap();
+    let VoiceEvent::TranscriptFinal { text } = wait_for(&mut rx, "transcript 1", |e| {
+        matches!(e, VoiceEvent::TranscriptFinal { .. })
+    })
+    .await
+    else {
+        unreachable!()
+    };
+    let lower = text.to_lowercase();
+    assert!(
+        lower.contains("sam") && lower.contains("paris"),
+        "captured and transcribed: {text}"
+    );
+    let VoiceEvent::TurnFinished { reply, .. } =
+        wait_for(&mut rx, "reply 1", |e| matches!(e, VoiceEvent::TurnFinished { .. })).await
+    else {
+        unreachable!()
+    };
+    assert_eq!(reply, "Nice to meet you, Sam!");
+    wait_for(&mut rx, "idle", |e| *e == VoiceEvent::Idle).await;
+
+    // Turn 2: the reply is recorded back from the virtual speaker.
+    cmd.send(VoiceCommand::Key(Key::Press)).unwrap();
+    wait_for(&mut rx, "listening", |e| *e == VoiceEvent::ListeningStarted).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::task::spawn_blocking({
+        let u2 = u2.clone();
+        move || play(&u2)
+    })
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    cmd.send(VoiceCommand::Key(Key::Release)).unwrap();
+    wait_for(&mut rx, "transcript 2", |e| {
+        matches!(e, VoiceEvent::TranscriptFinal { .. })
+    })
+    .await;
+    let rec_path = dir.path().join("reply.wav");
+    let rec = record(&rec_path);
+    let VoiceEvent::TurnFinished { reply, metrics } =
+        wait_for(&mut rx, "reply 2", |e| matches!(e, VoiceEvent::TurnFinished { .. })).await
+    else {
+        unreachable!()
+    };
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    stop(rec);
+    assert_eq!(reply, "Your name is Sam.");
+    assert!(
+        metrics.first_audio_out_ms.is_some() && metrics.transcript_ms.is_some(),
+        "{metrics:?}"
+    );
+    let recorded = read_16k_mono(&rec_path).unwrap();
+    assert!(
+        rms(&recorded) > 0.01,
+        "the reply reached the speaker (rms {})",
+        rms(&recorded)
+    );
+    let heard_back = whisper.transcribe(&recorded).await.unwrap().to_lowercase();
+    assert!(
+        heard_back.contains("your name is sam"),
+        "whisper heard the speaker say: {heard_back:?}"
+    );
+    wait_for(&mut rx, "idle", |e| *e == VoiceEvent::Idle).await;
+
+    // Turn 3: a long reply, interrupted by pressing the key while Hark speaks.
+    llm.push(Behaviour::Text(
+        "Once upon a time there was a fox who lived in a deep green wood. Every morning it walked to the river. \
+         It watched the fish and the birds. Then it went home to sleep."
+            .into(),
+    ));
+    cmd.send(VoiceCommand::Key(Key::Press)).unwrap();
+    wait_for(&mut rx, "listening", |e| *e == VoiceEvent::ListeningStarted).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::task::spawn_blocking(move || play(&u1)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    cmd.send(VoiceCommand::Key(Key::Release)).unwrap();
+    wait_for(&mut rx, "speaking", |e| *e == VoiceEvent::SpeakingStarted).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    cmd.send(VoiceCommand::Key(Key::Press)).unwrap(); // barge-in
+    let VoiceEvent::ReplyInterrupted {
+        heard,
+        generated,
+        heard_ms,
+    } = wait_for(&mut rx, "interruption", |e| {
+        matches!(e, VoiceEvent::ReplyInterrupted { .. })
+    })
+    .await
+    else {
+        unreachable!()
+    };
+    assert!(
+        !heard.is_empty() && heard.len() < generated.len(),
+        "heard {heard:?} of {generated:?}"
+    );
+    assert!(generated.starts_with("Once upon a time") && generated.starts_with(&heard));
+    assert!((800..3000).contains(&heard_ms), "{heard_ms} ms heard");
+    cmd.send(VoiceCommand::Key(Key::Release)).unwrap(); // a silent utterance: no turn
+    wait_for(&mut rx, "no turn", |e| matches!(e, VoiceEvent::NoTurn { .. })).await;
+
+    cmd.send(VoiceCommand::Shutdown).unwrap();
+    let chat = task.await.unwrap();
+    let record = chat.conversation().record();
+    let MessageKind::Assistant(a) = &record[5].kind else {
+        panic!("{:?}", record[5])
+    };
+    assert!(a.interrupted && a.heard.as_deref() == Some(heard.as_str()));
+    assert_eq!(
+        chat.conversation().prompt().unwrap().messages.len(),
+        6,
+        "the next request is valid"
+    );
+}
