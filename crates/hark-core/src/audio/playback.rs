@@ -261,8 +261,20 @@ impl Speaker {
                         .description()
                         .map(|d| d.name().to_string())
                         .unwrap_or_else(|_| "output".into());
-                    let mut sink = rodio::DeviceSinkBuilder::from_device(dev)
-                        .and_then(|b| b.open_stream())
+                    // A ~10 ms device buffer: a barge-in is silent within it, and the first
+                    // reply sample waits at most that long for the next callback. Devices that
+                    // refuse it get their default.
+                    let builder = |d: cpal::Device| {
+                        rodio::DeviceSinkBuilder::from_device(d).map_err(|e| AudioError::Stream(format!("{name}: {e}")))
+                    };
+                    let mut sink = builder(dev.clone())?
+                        .with_buffer_size(cpal::BufferSize::Fixed(512))
+                        .open_stream()
+                        .or_else(|_| {
+                            builder(dev)?
+                                .open_stream()
+                                .map_err(|e| AudioError::Stream(format!("{name}: {e}")))
+                        })
                         .map_err(|e| AudioError::Stream(format!("{name}: {e}")))?;
                     sink.log_on_drop(false);
                     Ok::<_, AudioError>(sink)

@@ -53,7 +53,7 @@ pub struct TurnMetrics {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum VoiceEvent {
     ListeningStarted,
-    /// Input level, about every 10 ms while listening.
+    /// Input level, about every 20 ms while listening.
     Level {
         rms: f32,
     },
