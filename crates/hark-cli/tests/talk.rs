@@ -136,3 +136,24 @@ fn hound_spec() -> hound::WavSpec {
         sample_format: hound::SampleFormat::Int,
     }
 }
+
+#[test]
+fn no_audio_devices_is_a_named_one_line_error() {
+    if Path::new("/dev/snd").exists() {
+        eprintln!("this machine has a sound card; the no-device case cannot be staged here");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_hark"))
+        .arg("--db")
+        .arg(dir.path().join("hark.db"))
+        .args(["talk", "--stt", "deepgram", "--base-url", "http://127.0.0.1:9/v1"])
+        .env("PULSE_SERVER", "unix:/nonexistent/pulse")
+        .env("DEEPGRAM_API_KEY", "unused")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let last = err.lines().last().unwrap_or_default();
+    assert!(last.starts_with("hark: the audio device") && last.contains("is not available"), "{err}");
+}

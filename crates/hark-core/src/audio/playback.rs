@@ -265,17 +265,20 @@ impl Speaker {
                     // reply sample waits at most that long for the next callback. Devices that
                     // refuse it get their default.
                     let builder = |d: cpal::Device| {
-                        rodio::DeviceSinkBuilder::from_device(d).map_err(|e| AudioError::Stream(format!("{name}: {e}")))
+                        rodio::DeviceSinkBuilder::from_device(d).map_err(|e| AudioError::Stream(e.to_string()))
                     };
-                    let mut sink = builder(dev.clone())?
-                        .with_buffer_size(cpal::BufferSize::Fixed(512))
-                        .open_stream()
+                    let mut sink = builder(dev.clone())
+                        .and_then(|b| {
+                            b.with_buffer_size(cpal::BufferSize::Fixed(512))
+                                .open_stream()
+                                .map_err(|e| AudioError::Stream(e.to_string()))
+                        })
                         .or_else(|_| {
                             builder(dev)?
                                 .open_stream()
-                                .map_err(|e| AudioError::Stream(format!("{name}: {e}")))
+                                .map_err(|e| AudioError::Stream(e.to_string()))
                         })
-                        .map_err(|e| AudioError::Stream(format!("{name}: {e}")))?;
+                        .map_err(|e| AudioError::DeviceNotAvailable(format!("{name} ({e})")))?;
                     sink.log_on_drop(false);
                     Ok::<_, AudioError>(sink)
                 })();
