@@ -155,5 +155,8 @@ fn no_audio_devices_is_a_named_one_line_error() {
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
     let last = err.lines().last().unwrap_or_default();
-    assert!(last.starts_with("hark: the audio device") && last.contains("is not available"), "{err}");
+    assert!(
+        last.starts_with("hark: the audio device") && last.contains("is not available"),
+        "{err}"
+    );
 }
