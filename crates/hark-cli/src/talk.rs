@@ -124,6 +124,10 @@ fn synthesizer(args: &TalkArgs) -> Result<Arc<dyn Synthesizer>> {
 /// Prints voice events: JSON lines, or a readable transcript.
 fn print_event(json: bool, e: &VoiceEvent) {
     if json {
+        // The history panel's view is for the desktop app; the CLI has /history.
+        if matches!(e, VoiceEvent::ContextChanged { .. }) {
+            return;
+        }
         if let Ok(s) = serde_json::to_string(e) {
             println!("{s}");
         }
@@ -153,7 +157,10 @@ fn print_event(json: bool, e: &VoiceEvent) {
             message,
             next_step,
         } => eprintln!("hark: {kind}: {message} ({next_step})"),
-        VoiceEvent::ThinkingStarted | VoiceEvent::SpeakingStarted | VoiceEvent::Idle => {}
+        VoiceEvent::ThinkingStarted
+        | VoiceEvent::SpeakingStarted
+        | VoiceEvent::Idle
+        | VoiceEvent::ContextChanged { .. } => {}
     }
 }
 

@@ -3,6 +3,7 @@
 //! # Layout
 //! - `message`: the record's data model (user, assistant, tool result, note, reset marker).
 //! - `prompt`: the provider-neutral request built from the context window.
+//! - `panel`: the history panel's view (what the model sees next, token figures, totals).
 //! - this file: [`Conversation`], which appends to the record and computes the window of
 //!   whole turns the model sees (rules 2-10 of DESIGN.md).
 //!
@@ -13,6 +14,7 @@
 //! message enters the record, with prefix sums, so finding the window is a binary search.
 
 pub mod message;
+pub mod panel;
 pub mod prompt;
 
 use serde::{Deserialize, Serialize};
@@ -22,6 +24,7 @@ pub use message::{
     new_id, AssistantMessage, Latency, Message, MessageId, MessageKind, ReplyOutcome, ToolCall, ToolResult, ToolState,
     Usage,
 };
+pub use panel::{totals, PanelView, Totals};
 pub use prompt::{merge_adjacent_users, Prompt, PromptMessage};
 
 /// History settings (rule 1).

@@ -22,7 +22,7 @@ use super::sentences::SentenceSplitter;
 use super::{ChatSession, TurnError, TurnEvent};
 use crate::audio::capture::Capture;
 use crate::audio::playback::{AudioOut, Heard};
-use crate::conversation::MessageKind;
+use crate::conversation::{MessageKind, PanelView};
 use crate::provider::{ErrorKind, ProviderError};
 use crate::stt::Transcriber;
 use crate::tts::{AudioChunk, Synthesizer};
@@ -83,6 +83,10 @@ pub enum VoiceEvent {
         reply: String,
         metrics: TurnMetrics,
     },
+    /// The record or the context changed: the history panel's new view.
+    ContextChanged {
+        panel: Box<PanelView>,
+    },
     Failed {
         kind: String,
         message: String,
@@ -92,6 +96,13 @@ pub enum VoiceEvent {
 }
 
 impl VoiceEvent {
+    /// The panel event for a conversation as it stands.
+    pub fn context(chat: &ChatSession) -> Self {
+        VoiceEvent::ContextChanged {
+            panel: Box::new(PanelView::of(chat.conversation())),
+        }
+    }
+
     fn failed(e: &TurnError) -> Self {
         VoiceEvent::Failed {
             kind: e.kind().into(),
@@ -237,6 +248,7 @@ pub async fn respond(
         Err(e) => Some(e),
     };
     drop(sentence_tx);
+    let _ = events.send(VoiceEvent::context(chat));
 
     // Speak to the end, unless the user barges in.
     let mut tts_error = None;
@@ -301,6 +313,7 @@ pub async fn respond(
         let e = TurnError::Provider(e);
         let _ = events.send(VoiceEvent::failed(&e));
     }
+    let _ = events.send(VoiceEvent::context(chat));
     let _ = events.send(VoiceEvent::TurnFinished {
         reply: a.generated.clone(),
         metrics,
@@ -314,13 +327,31 @@ pub async fn respond(
     })
 }
 
+/// A change to the conversation (reset, `max_turns`, system prompt), run by the actor when
+/// it holds the conversation: at once when idle, after the turn in flight otherwise.
+pub type ChatEdit = Box<dyn FnOnce(&mut ChatSession) -> Result<(), TurnError> + Send>;
+
 /// Commands to the session actor (imperative: do this).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum VoiceCommand {
     /// The push-to-talk key (or button) went down or up.
     Key(Key),
+    /// Change the conversation; a `ContextChanged` event follows.
+    Edit(ChatEdit),
+    /// Send a fresh `ContextChanged` event.
+    Refresh,
     /// End the session; the actor returns the conversation.
     Shutdown,
+}
+
+impl std::fmt::Debug for VoiceCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            VoiceCommand::Key(k) => write!(f, "Key({k:?})"),
+            VoiceCommand::Edit(_) => f.write_str("Edit(..)"),
+            VoiceCommand::Refresh => f.write_str("Refresh"),
+            VoiceCommand::Shutdown => f.write_str("Shutdown"),
+        }
+    }
 }
 
 /// An utterance's 16 kHz samples and, from a live engine, its transcript.
@@ -360,7 +391,9 @@ async fn actor(
     events: mpsc::UnboundedSender<VoiceEvent>,
     mut commands: mpsc::UnboundedReceiver<VoiceCommand>,
 ) -> ChatSession {
+    let _ = events.send(VoiceEvent::context(&chat));
     let mut chat = Some(chat);
+    let mut edits: Vec<ChatEdit> = Vec::new();
     let mut key = KeyState::default();
     let mut listening: Option<Listening> = None;
     let mut turn: Option<Turn> = None;
@@ -372,7 +405,21 @@ async fn actor(
         };
         tokio::select! {
             cmd = commands.recv() => {
-                let Some(VoiceCommand::Key(k)) = cmd else { break };
+                let k = match cmd {
+                    None | Some(VoiceCommand::Shutdown) => break,
+                    Some(VoiceCommand::Edit(edit)) => {
+                        edits.push(edit);
+                        apply_edits(&mut chat, &mut edits, &events);
+                        continue;
+                    }
+                    Some(VoiceCommand::Refresh) => {
+                        if let Some(c) = &chat {
+                            let _ = events.send(VoiceEvent::context(c));
+                        }
+                        continue;
+                    }
+                    Some(VoiceCommand::Key(k)) => k,
+                };
                 match decide(mode, phase, &mut key, k) {
                     Action::Nothing => {}
                     Action::BargeIn => {
@@ -419,6 +466,7 @@ async fn actor(
                     Ok(c) => chat = Some(c),
                     Err(_) => break, // the turn task panicked; the conversation is gone with it
                 }
+                apply_edits(&mut chat, &mut edits, &events);
                 if listening.is_none() {
                     let _ = events.send(VoiceEvent::Idle);
                 }
@@ -440,6 +488,17 @@ async fn actor(
         // Only reachable if a turn task panicked, which drops the session; fail loudly.
         None => panic!("the voice session lost its conversation"),
     }
+}
+
+/// Runs queued edits if the actor holds the conversation, then reports the new context.
+fn apply_edits(chat: &mut Option<ChatSession>, edits: &mut Vec<ChatEdit>, events: &mpsc::UnboundedSender<VoiceEvent>) {
+    let Some(c) = chat.as_mut() else { return };
+    for edit in edits.drain(..) {
+        if let Err(e) = edit(c) {
+            let _ = events.send(VoiceEvent::failed(&e));
+        }
+    }
+    let _ = events.send(VoiceEvent::context(c));
 }
 
 fn start_listening(

@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::{SessionMeta, StoredSession, Summary};
+pub use crate::conversation::{totals, Totals};
 use crate::conversation::{Message, MessageKind, ReplyOutcome, ToolState};
 
 /// The `format` field of a Hark export.
@@ -28,36 +29,6 @@ pub struct Export {
     /// Figures derived from the messages, for readers of the file.
     #[serde(default)]
     pub totals: Totals,
-}
-
-/// Session totals.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Totals {
-    pub turns: u32,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub estimated_input_tokens: u64,
-    pub context_resets: u32,
-}
-
-/// Computes the totals of a record.
-pub fn totals(messages: &[Message]) -> Totals {
-    let mut t = Totals::default();
-    for m in messages {
-        match &m.kind {
-            MessageKind::User { .. } => t.turns += 1,
-            MessageKind::ContextReset => t.context_resets += 1,
-            MessageKind::Assistant(a) => {
-                if let Some(u) = &a.usage {
-                    t.input_tokens += u.input_tokens.unwrap_or(0) as u64;
-                    t.output_tokens += u.output_tokens.unwrap_or(0) as u64;
-                    t.estimated_input_tokens += u.estimated_input_tokens as u64;
-                }
-            }
-            _ => {}
-        }
-    }
-    t
 }
 
 /// The export document of a session.
