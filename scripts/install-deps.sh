@@ -11,7 +11,11 @@ APT_PACKAGES=(
   cmake clang libclang-dev        # whisper.cpp, the offline speech-to-text engine
   espeak-ng                       # the OS voice on Linux
   pulseaudio pulseaudio-utils libasound2-plugins  # sound server (virtual devices in tests)
+  libwebkit2gtk-4.1-dev libxdo-dev libayatana-appindicator3-dev librsvg2-dev  # the Tauri app
+  xvfb xauth webkit2gtk-driver     # the app's WebDriver tests on a virtual display
+  imagemagick                      # screenshots
 )
+command -v npm >/dev/null || APT_PACKAGES+=(nodejs npm)   # building the UI (Node 18+)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -33,6 +37,10 @@ fi
 if ! command -v cargo >/dev/null; then
   echo "cargo is missing: install Rust from https://rustup.rs (stable, 1.85 or newer)" >&2
   exit 1
+fi
+# tauri-driver bridges WebDriver to the app (WebKitWebDriver underneath).
+if ! command -v tauri-driver >/dev/null; then
+  cargo install tauri-driver --version '^2' --locked --quiet
 fi
 if command -v rustup >/dev/null; then
   rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy

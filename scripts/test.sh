@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: installs what it needs (apt packages, the
 # offline speech model), checks formatting and lints, then runs every test with a private,
-# unlocked Secret Service (gnome-keyring on a private D-Bus session) and a private
-# PulseAudio with a virtual speaker and microphone, so keychain and audio tests use the
-# real OS keychain and real audio devices without touching yours.
+# unlocked Secret Service (gnome-keyring on a private D-Bus session), a private PulseAudio
+# with a virtual speaker and microphone, and a virtual display (Xvfb) for the app's
+# WebDriver tests, so they use the real OS keychain, real audio devices and the real window
+# without touching yours.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -18,6 +19,9 @@ export CARGO_HOME="${CARGO_HOME:-$HOME/.cargo}"
 export RUSTUP_HOME="${RUSTUP_HOME:-$HOME/.rustup}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 
+echo "== ui: typecheck and build"
+(cd ui && npm ci --no-audit --no-fund --silent && npm run build --silent)
+
 echo "== cargo fmt --check"
 cargo fmt --all --check
 echo "== cargo clippy"
@@ -31,9 +35,9 @@ trap 'rm -rf "$SANDBOX"' EXIT
 mkdir -p "$SANDBOX/home" "$SANDBOX/run"
 chmod 700 "$SANDBOX/run"
 
-echo "== cargo test (private Secret Service, virtual speaker and microphone)"
+echo "== cargo test (virtual display, private Secret Service, virtual speaker and microphone)"
 HOME="$SANDBOX/home" XDG_RUNTIME_DIR="$SANDBOX/run" XDG_DATA_HOME="$SANDBOX/home/.local/share" \
-  dbus-run-session -- bash -c '
+  xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- bash -c '
     set -euo pipefail
     printf %s hark-test-keyring | gnome-keyring-daemon --unlock --components=secrets >/dev/null
     eval "$(scripts/virtual-audio.sh start "$0/audio")"

@@ -100,7 +100,7 @@ async fn a_spoken_conversation_on_virtual_audio_devices_with_barge_in() {
 
     let u1 = dir.path().join("u1.wav");
     let u2 = dir.path().join("u2.wav");
-    espeak_wav("My name is Sam and I live in Paris.", &u1);
+    espeak_wav("My name is Sam.", &u1);
     espeak_wav("Tell me, what is my name?", &u2);
 
     // Turn 1: hold the key, speak, release.
@@ -123,10 +123,7 @@ async fn a_spoken_conversation_on_virtual_audio_devices_with_barge_in() {
         unreachable!()
     };
     let lower = text.to_lowercase();
-    assert!(
-        lower.contains("sam") && lower.contains("paris"),
-        "captured and transcribed: {text}"
-    );
+    assert!(lower.contains("my name is sam"), "captured and transcribed: {text}");
     let VoiceEvent::TurnFinished { reply, .. } =
         wait_for(&mut rx, "reply 1", |e| matches!(e, VoiceEvent::TurnFinished { .. })).await
     else {

@@ -1,0 +1,323 @@
+//! The real app, driven through WebDriver (tauri-driver + WebKitWebDriver) on a virtual
+//! display, with the virtual speaker and microphone, the offline whisper engine, the OS voice
+//! and a loopback OpenAI-compatible model. scripts/test.sh provides the display, the audio
+//! devices and the Secret Service.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use hark_e2e::keychain::secret_tool_lookup;
+use hark_e2e::{espeak_wav, whisper_model, FakeLlm};
+use serde_json::{json, Value};
+
+fn environment_expected() -> bool {
+    let have = ["DISPLAY", "PULSE_SERVER", "DBUS_SESSION_BUS_ADDRESS"]
+        .iter()
+        .all(|v| std::env::var_os(v).is_some());
+    if have && Command::new("tauri-driver").arg("--help").output().is_ok() {
+        return true;
+    }
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("CI=true but no display/audio/session bus/tauri-driver: run the tests through scripts/test.sh");
+    }
+    eprintln!("app WebDriver test skipped: needs scripts/test.sh (Xvfb, PulseAudio, D-Bus, tauri-driver)");
+    false
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// tauri-driver, stopped with SIGTERM so it also stops WebKitWebDriver.
+struct Driver(Child);
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").arg("-TERM").arg(self.0.id().to_string()).status();
+        let _ = self.0.wait();
+    }
+}
+
+async fn js(c: &Client, script: &str) -> Value {
+    c.execute(script, vec![]).await.unwrap()
+}
+
+/// Polls a script until `pred` holds for its value.
+async fn wait_js(c: &Client, what: &str, script: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let v = js(c, script).await;
+        if pred(&v) {
+            return v;
+        }
+        if Instant::now() > deadline {
+            let banners = js(c, "return document.querySelector('#banners').innerText").await;
+            panic!("timed out waiting for {what}; last value {v}; banners: {banners}");
+        }
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+}
+
+async fn phase(c: &Client, want: &'static str) {
+    wait_js(c, want, "return document.querySelector('#state').dataset.phase", |v| {
+        v == want
+    })
+    .await;
+}
+
+const HISTORY: &str = "return Array.from(document.querySelectorAll('#history li')).map(li => ({cls: li.className, text: li.querySelector('.text') ? li.querySelector('.text').textContent : li.textContent}))";
+
+fn in_context(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cls"].as_str().unwrap().contains(" in-context"))
+        .map(|e| e["text"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// One spoken turn: click to talk, speak into the virtual microphone, click to stop.
+async fn speak(c: &Client, wav: &Path) {
+    c.find(Locator::Css("#ptt")).await.unwrap().click().await.unwrap();
+    phase(c, "listening").await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let wav = wav.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        assert!(Command::new("paplay")
+            .arg("--device=spk")
+            .arg(&wav)
+            .status()
+            .unwrap()
+            .success());
+    })
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    c.find(Locator::Css("#ptt")).await.unwrap().click().await.unwrap();
+}
+
+async fn screenshot(c: &Client, name: &str) {
+    if let Some(dir) = std::env::var_os("HARK_SCREENSHOTS") {
+        let png = c.screenshot().await.unwrap();
+        std::fs::write(PathBuf::from(dir).join(name), png).unwrap();
+    }
+}
+
+fn files_containing(dir: &Path, needle: &[u8], found: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = entry.path();
+        if p.is_dir() {
+            files_containing(&p, needle, found);
+        } else if let Ok(bytes) = std::fs::read(&p) {
+            if bytes.windows(needle.len()).any(|w| w == needle) {
+                found.push(p);
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_desktop_app_end_to_end() {
+    if !environment_expected() {
+        return;
+    }
+    let Some(model) = whisper_model() else { return };
+    let llm = FakeLlm::openai(None);
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config");
+    std::fs::create_dir_all(&config).unwrap();
+    let settings = json!({
+        "llm_provider": "openai", "llm_model": "local", "llm_base_url": llm.base_url(),
+        "stt": "whisper", "whisper_model": model, "tts": "system", "ptt_mode": "toggle",
+        "shortcut": "Ctrl+Alt+Shift+F9", "max_tokens": 256,
+    });
+    std::fs::write(config.join("settings.json"), settings.to_string()).unwrap();
+    let (u1, u2) = (dir.path().join("u1.wav"), dir.path().join("u2.wav"));
+    espeak_wav("My name is Sam.", &u1);
+    espeak_wav("Tell me, what is my name?", &u2);
+    let service = format!("hark-app-test-{}", std::process::id());
+
+    let port = free_port();
+    let driver = Driver(
+        Command::new("tauri-driver")
+            .args(["--port", &port.to_string(), "--native-port", &free_port().to_string()])
+            .env("HARK_CONFIG_DIR", &config)
+            .env("HARK_DB", dir.path().join("hark.db"))
+            .env("HARK_KEYCHAIN_SERVICE", &service)
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("OPENAI_API_KEY")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("tauri-driver"),
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "tauri-driver did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut caps = serde_json::Map::new();
+    caps.insert(
+        "tauri:options".into(),
+        json!({ "application": env!("CARGO_BIN_EXE_hark-app") }),
+    );
+    let c = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(caps)
+        .connect(&format!("http://127.0.0.1:{port}"))
+        .await
+        .expect("a WebDriver session with the app");
+
+    wait_js(&c, "the window", "return document.body.dataset.ready === 'true'", |v| {
+        v == true
+    })
+    .await;
+    let banners = js(&c, "return document.querySelector('#banners').innerText").await;
+    assert_eq!(banners, "", "no setup problem");
+    assert_eq!(
+        js(&c, "return document.querySelector('#stat-in').textContent").await,
+        "–"
+    );
+
+    // Turn 1, spoken: it appears in the transcript and in the history panel.
+    speak(&c, &u1).await;
+    let h = wait_js(&c, "the first reply in the panel", HISTORY, |v| {
+        in_context(v).len() == 2
+    })
+    .await;
+    let ctx = in_context(&h);
+    assert!(ctx[0].to_lowercase().contains("my name is sam"), "{ctx:?}");
+    assert_eq!(ctx[1], "Nice to meet you, Sam!");
+    let transcript = js(&c, "return document.querySelector('#transcript').innerText").await;
+    assert!(
+        transcript.as_str().unwrap().contains("Nice to meet you, Sam!"),
+        "{transcript}"
+    );
+    let stat_in: u64 = js(&c, "return document.querySelector('#stat-in').textContent")
+        .await
+        .as_str()
+        .unwrap()
+        .parse()
+        .expect("token stats filled in");
+    assert!(stat_in > 0);
+    phase(&c, "idle").await;
+
+    // Turn 2: remembered; the session totals grow.
+    speak(&c, &u2).await;
+    let h = wait_js(&c, "the second reply", HISTORY, |v| in_context(v).len() == 4).await;
+    assert_eq!(in_context(&h)[3], "Your name is Sam.");
+    let total: u64 = js(&c, "return document.querySelector('#total-in').textContent")
+        .await
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(total > stat_in, "session totals grow: {total} vs {stat_in}");
+    phase(&c, "idle").await;
+    screenshot(&c, "main.png").await;
+
+    // The slider reshapes the context live, and the next request carries what it shows.
+    js(&c, "const s = document.querySelector('#max-turns'); s.value = '1'; s.dispatchEvent(new Event('input')); return true").await;
+    let h = wait_js(&c, "one turn kept", HISTORY, |v| in_context(v).len() == 2).await;
+    assert_eq!(in_context(&h)[1], "Your name is Sam.", "the newest turn stays");
+    let dimmed = h
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cls"].as_str().unwrap().contains("out-of-context"))
+        .count();
+    assert_eq!(dimmed, 2, "the first turn is shown dimmed");
+    speak(&c, &u2).await;
+    wait_js(&c, "the third reply", HISTORY, |v| {
+        in_context(v).len() == 2 && in_context(v)[1] == "I don't know your name yet."
+    })
+    .await;
+    assert_eq!(
+        llm.last().messages().len(),
+        1,
+        "max_turns=1: the request carried only the current turn"
+    );
+    phase(&c, "idle").await;
+
+    // Reset empties the panel; the record keeps everything.
+    c.find(Locator::Css("#reset")).await.unwrap().click().await.unwrap();
+    wait_js(&c, "an empty context", HISTORY, |v| in_context(v).is_empty()).await;
+
+    // Export (the command the Export button calls once the save dialog has a path).
+    let export = dir.path().join("export.json");
+    let script = format!(
+        "return window.__TAURI__.core.invoke('export_session', {{ path: {}, format: 'json' }}).then(() => true)",
+        serde_json::to_string(&export).unwrap()
+    );
+    assert_eq!(js(&c, &script).await, true);
+    let e: Value = serde_json::from_str(&std::fs::read_to_string(&export).unwrap()).unwrap();
+    let kinds: Vec<&str> = e["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+            "context_reset"
+        ]
+    );
+    assert!(
+        e["messages"][1]["latency"]["first_audio_out_ms"].is_u64(),
+        "voice metrics exported"
+    );
+
+    // A key saved in Settings goes to the Secret Service and into no file the app wrote.
+    let key = "sk-ant-entered-in-settings-4f9c2e";
+    c.find(Locator::Css("#open-settings"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let input = c.wait().for_element(Locator::Css("#key-anthropic")).await.unwrap();
+    input.send_keys(key).await.unwrap();
+    c.find(Locator::Css("#save-key-anthropic"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_js(
+        &c,
+        "the key stored",
+        "return document.querySelector('#key-status-anthropic').textContent",
+        |v| v.as_str().unwrap_or_default().starts_with("present"),
+    )
+    .await;
+    assert_eq!(
+        js(&c, "return document.querySelector('#key-anthropic').value").await,
+        "",
+        "the field is cleared"
+    );
+    screenshot(&c, "settings.png").await;
+    assert_eq!(secret_tool_lookup(&service, "anthropic").as_deref(), Some(key));
+    let page = js(&c, "return document.documentElement.outerHTML").await;
+    assert!(
+        !page.as_str().unwrap().contains(key),
+        "the key never comes back to the webview"
+    );
+
+    c.close().await.unwrap();
+    drop(driver);
+    let mut found = Vec::new();
+    files_containing(dir.path(), key.as_bytes(), &mut found);
+    if let Some(home) = std::env::var_os("HOME") {
+        files_containing(Path::new(&home), key.as_bytes(), &mut found);
+    }
+    assert!(found.is_empty(), "the key is in files the app wrote: {found:?}");
+}
