@@ -518,6 +518,7 @@ fn start_listening(
         }
     };
     let _ = events.send(VoiceEvent::ListeningStarted);
+    voice.stt.prepare();
     let stop = CancellationToken::new();
     let s = stop.clone();
     let stt = voice.stt.clone();

@@ -23,6 +23,10 @@ pub trait Transcriber: Send + Sync {
     /// Engine name ("deepgram", "openai", "whisper").
     fn name(&self) -> &'static str;
 
+    /// Push-to-talk was pressed: get ready (load a model, warm a connection) while the user
+    /// speaks. The default does nothing.
+    fn prepare(&self) {}
+
     /// Transcribes a whole utterance.
     async fn transcribe(&self, audio: &[f32]) -> Result<String, ProviderError>;
 

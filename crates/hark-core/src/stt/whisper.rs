@@ -5,7 +5,8 @@
 //! default, and short push-to-talk clips run 4-7× faster with a window that fits them.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use whisper_rs::{FullParams, SamplingStrategy, WhisperContext, WhisperContextParameters};
@@ -29,41 +30,100 @@ pub fn models_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("models"))
 }
 
-/// whisper.cpp with a loaded model.
+/// whisper.cpp with a ggml model, loaded on demand: the weights (80 MB for tiny.en) come
+/// into memory when push-to-talk is pressed (in parallel with the speech, so it costs no
+/// latency) and leave after [`UNLOAD_AFTER`] without use, so an idle Hark stays small.
+#[derive(Clone)]
 pub struct WhisperStt {
-    ctx: Arc<WhisperContext>,
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    /// The loaded model, when it is.
+    ctx: Mutex<Option<Arc<WhisperContext>>>,
+    /// Last time the model was used (or preloaded).
+    last_use: Mutex<Instant>,
     threads: i32,
 }
 
+/// How long an unused model stays in memory.
+pub const UNLOAD_AFTER: Duration = Duration::from_secs(300);
+
+fn model_error(path: &Path, what: impl std::fmt::Display) -> ProviderError {
+    ProviderError::new(
+        PROVIDER,
+        ErrorKind::InvalidRequest,
+        format!(
+            "the offline speech model {} {what}: run scripts/fetch-models.sh (or choose another STT engine)",
+            path.display()
+        ),
+    )
+}
+
 impl WhisperStt {
-    /// Loads a ggml model file.
+    /// Checks a ggml model file (present, readable, ggml magic); the weights load on first use.
     pub fn load(model: &Path) -> Result<Self, ProviderError> {
-        if !model.exists() {
-            return Err(ProviderError::new(
-                PROVIDER,
-                ErrorKind::InvalidRequest,
-                format!(
-                    "the offline speech model {} is missing: run scripts/fetch-models.sh (or choose another STT engine)",
-                    model.display()
-                ),
-            ));
+        let mut magic = [0u8; 4];
+        std::fs::File::open(model)
+            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
+            .map_err(|e| {
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    model_error(model, "is missing")
+                } else {
+                    model_error(model, format!("cannot be read ({e})"))
+                }
+            })?;
+        if u32::from_le_bytes(magic) != 0x6767_6d6c {
+            return Err(model_error(model, "is not a whisper.cpp ggml file"));
         }
         whisper_rs::install_logging_hooks(); // whisper.cpp's chatter stays off stderr
-        let path = model.to_string_lossy().to_string();
-        let ctx = WhisperContext::new_with_params(&path, WhisperContextParameters::default()).map_err(|e| {
-            ProviderError::new(
-                PROVIDER,
-                ErrorKind::InvalidRequest,
-                format!("cannot load {}: {e}", model.display()),
-            )
-        })?;
         let threads = std::thread::available_parallelism()
             .map(|n| n.get().min(4) as i32)
             .unwrap_or(2);
-        Ok(Self {
-            ctx: Arc::new(ctx),
+        let inner = Arc::new(Inner {
+            path: model.to_path_buf(),
+            ctx: Mutex::new(None),
+            last_use: Mutex::new(Instant::now()),
             threads,
-        })
+        });
+        // The unloader holds only a weak reference: it ends with the engine.
+        let weak = Arc::downgrade(&inner);
+        std::thread::Builder::new()
+            .name("hark-whisper-unload".into())
+            .spawn(move || loop {
+                std::thread::sleep(Duration::from_secs(10));
+                let Some(inner) = weak.upgrade() else { return };
+                let idle = inner.last_use.lock().map(|t| t.elapsed()).unwrap_or_default();
+                if idle >= UNLOAD_AFTER {
+                    if let Ok(mut ctx) = inner.ctx.lock() {
+                        *ctx = None;
+                    }
+                }
+            })
+            .map_err(|e| ProviderError::new(PROVIDER, ErrorKind::Server, e.to_string()))?;
+        Ok(Self { inner })
+    }
+
+    /// The loaded model, loading it if needed.
+    fn context(&self) -> Result<Arc<WhisperContext>, ProviderError> {
+        // std Mutex: held while loading so two callers never load twice; no await inside.
+        let mut slot = self.inner.ctx.lock().unwrap_or_else(|p| p.into_inner());
+        *self.inner.last_use.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+        if let Some(ctx) = slot.as_ref() {
+            return Ok(ctx.clone());
+        }
+        let path = self.inner.path.to_string_lossy().to_string();
+        let ctx = WhisperContext::new_with_params(&path, WhisperContextParameters::default())
+            .map_err(|e| model_error(&self.inner.path, format!("cannot be loaded ({e})")))?;
+        let ctx = Arc::new(ctx);
+        *slot = Some(ctx.clone());
+        Ok(ctx)
+    }
+
+    /// Whether the weights are in memory now.
+    pub fn is_loaded(&self) -> bool {
+        self.inner.ctx.lock().map(|c| c.is_some()).unwrap_or(false)
     }
 }
 
@@ -80,16 +140,27 @@ impl Transcriber for WhisperStt {
         PROVIDER
     }
 
+    fn prepare(&self) {
+        if !self.is_loaded() {
+            let this = self.clone();
+            // Loads while the user speaks; an error shows when transcribing.
+            std::thread::spawn(move || {
+                let _ = this.context();
+            });
+        }
+    }
+
     async fn transcribe(&self, audio: &[f32]) -> Result<String, ProviderError> {
         let mut audio = audio.to_vec();
         // whisper.cpp wants at least a second; pad short clips with silence.
         if audio.len() < STT_RATE as usize {
             audio.resize(STT_RATE as usize + STT_RATE as usize / 10, 0.0);
         }
-        let ctx = self.ctx.clone();
-        let threads = self.threads;
+        let this = self.clone();
+        let threads = self.inner.threads;
         tokio::task::spawn_blocking(move || {
             let err = |e: whisper_rs::WhisperError| ProviderError::new(PROVIDER, ErrorKind::Server, e.to_string());
+            let ctx = this.context()?;
             let mut state = ctx.create_state().map_err(err)?;
             let mut p = FullParams::new(SamplingStrategy::Greedy { best_of: 1 });
             p.set_n_threads(threads);
