@@ -148,26 +148,8 @@ impl FakeLlm {
             requests: Mutex::new(Vec::new()),
             chunk_delay: Mutex::new(Duration::from_millis(1)),
         });
-        let (tx, rx) = std::sync::mpsc::channel();
         let s = shared.clone();
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("test runtime");
-            rt.block_on(async move {
-                let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
-                tx.send(listener.local_addr().expect("addr").port())
-                    .expect("report port");
-                loop {
-                    let Ok((sock, _)) = listener.accept().await else {
-                        continue;
-                    };
-                    tokio::spawn(handle(sock, s.clone()));
-                }
-            });
-        });
-        let port = rx.recv().expect("server started");
+        let port = serve(move |sock| tokio::spawn(handle(sock, s.clone())));
         Self { port, shared }
     }
 
@@ -198,6 +180,30 @@ impl FakeLlm {
     pub fn last(&self) -> Recorded {
         self.requests().pop().expect("at least one request")
     }
+}
+
+/// Runs a loopback TCP server on its own thread and runtime (so async tests and tests that
+/// spawn binaries can both use it), calling `on_connection` for each accepted socket from
+/// inside that runtime. Returns the port. It stops when the test process ends.
+pub(crate) fn serve(on_connection: impl Fn(TcpStream) -> tokio::task::JoinHandle<()> + Send + 'static) -> u16 {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("test runtime");
+        rt.block_on(async move {
+            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+            tx.send(listener.local_addr().expect("addr").port())
+                .expect("report port");
+            loop {
+                if let Ok((sock, _)) = listener.accept().await {
+                    on_connection(sock);
+                }
+            }
+        });
+    });
+    rx.recv().expect("server started")
 }
 
 /// The memory model: answers from the messages it was sent.

@@ -12,11 +12,11 @@ use std::time::Duration;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::{read_request, send_status, ChunkWriter, Recorded};
+use crate::{read_request, send_status, serve, ChunkWriter, Recorded};
 
 /// Which provider the server imitates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,28 +75,9 @@ impl FakeSpeech {
             ms_per_char: Mutex::new(60),
             first_byte_delay: Mutex::new(Duration::ZERO),
         });
-        let (tx, rx) = std::sync::mpsc::channel();
         let s = shared.clone();
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
-            rt.block_on(async move {
-                let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-                tx.send(listener.local_addr().expect("addr").port()).expect("port");
-                loop {
-                    let Ok((sock, _)) = listener.accept().await else {
-                        continue;
-                    };
-                    tokio::spawn(handle(sock, s.clone()));
-                }
-            });
-        });
-        Self {
-            port: rx.recv().expect("started"),
-            shared,
-        }
+        let port = serve(move |sock| tokio::spawn(handle(sock, s.clone())));
+        Self { port, shared }
     }
 
     /// Deepgram: `http://127.0.0.1:PORT`; OpenAI: `http://127.0.0.1:PORT/v1`.

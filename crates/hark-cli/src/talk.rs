@@ -8,14 +8,14 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Args;
 use hark_core::audio::playback::{AudioOut, Speaker, WavOut};
 use hark_core::audio::{list_devices, wav};
 use hark_core::provider::{ProviderConfig, ProviderKind};
 use hark_core::secrets::Keychain;
 use hark_core::session::ptt::{check_utterance, Key, PttMode};
-use hark_core::session::voice::{self, respond, Utterance, Voice, VoiceCommand, VoiceEvent};
+use hark_core::session::voice::{self, Voice, VoiceCommand, VoiceEvent};
 use hark_core::stt::deepgram::{DeepgramConfig, DeepgramStt};
 use hark_core::stt::openai::OpenAiStt;
 use hark_core::stt::{SttKind, Transcriber};
@@ -101,7 +101,9 @@ fn whisper(args: &TalkArgs) -> Result<Arc<dyn Transcriber>> {
 
 #[cfg(not(feature = "whisper"))]
 fn whisper(_: &TalkArgs) -> Result<Arc<dyn Transcriber>> {
-    bail!("this build has no offline speech engine (built without the `whisper` feature): use --stt deepgram or openai")
+    anyhow::bail!(
+        "this build has no offline speech engine (built without the `whisper` feature): use --stt deepgram or openai"
+    )
 }
 
 fn synthesizer(args: &TalkArgs) -> Result<Arc<dyn Synthesizer>> {
@@ -234,33 +236,18 @@ async fn wav_turn(
         let _ = events.send(VoiceEvent::NoTurn { reason });
         return Ok(());
     }
-    let released_at = Instant::now();
-    let transcript = match voice.stt.live(mpsc::unbounded_channel().0).await? {
-        Some(mut live) => {
-            for chunk in samples.chunks(1600) {
-                live.send(chunk).await?;
-            }
-            live.finish().await?
-        }
-        None => voice::transcribe(voice.stt.as_ref(), &samples).await?,
-    };
-    if transcript.is_empty() {
-        let _ = events.send(VoiceEvent::NoTurn {
-            reason: hark_core::session::ptt::NoTurn::NoWords,
-        });
-        return Ok(());
-    }
-    let _ = events.send(VoiceEvent::TranscriptFinal {
-        text: transcript.clone(),
-    });
-    let u = Utterance {
-        transcript,
-        released_at,
-        transcript_at: Instant::now(),
-    };
-    if let Err(e) = respond(chat, voice, &u, &CancellationToken::new(), events).await {
-        bail!("{e}");
-    }
+    // A recording is answered like a released push-to-talk: transcribed whole.
+    voice::answer(
+        chat,
+        voice,
+        &samples,
+        None,
+        Instant::now(),
+        &CancellationToken::new(),
+        events,
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(())
 }
 

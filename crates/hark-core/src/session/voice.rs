@@ -327,6 +327,39 @@ pub async fn respond(
     })
 }
 
+/// Answers captured audio aloud: the final transcript (from the live session, or by
+/// transcribing the samples), then [`respond`]. `Ok(None)` when no words were heard (a
+/// `NoTurn` event says so).
+pub async fn answer(
+    chat: &mut ChatSession,
+    voice: &Voice,
+    samples: &[f32],
+    live_transcript: Option<String>,
+    released_at: Instant,
+    barge_in: &CancellationToken,
+    events: &mpsc::UnboundedSender<VoiceEvent>,
+) -> Result<Option<Spoken>, TurnError> {
+    let transcript = match live_transcript {
+        Some(t) => t.trim().to_string(),
+        None => transcribe(voice.stt.as_ref(), samples).await?,
+    };
+    if transcript.is_empty() {
+        let _ = events.send(VoiceEvent::NoTurn {
+            reason: NoTurn::NoWords,
+        });
+        return Ok(None);
+    }
+    let _ = events.send(VoiceEvent::TranscriptFinal {
+        text: transcript.clone(),
+    });
+    let u = Utterance {
+        transcript,
+        released_at,
+        transcript_at: Instant::now(),
+    };
+    respond(chat, voice, &u, barge_in, events).await.map(Some)
+}
+
 /// A change to the conversation (reset, `max_turns`, system prompt), run by the actor when
 /// it holds the conversation: at once when idle, after the turn in flight otherwise.
 pub type ChatEdit = Box<dyn FnOnce(&mut ChatSession) -> Result<(), TurnError> + Send>;
@@ -568,32 +601,7 @@ fn start_turn(
     let cancel = CancellationToken::new();
     let c = cancel.clone();
     let task = tokio::spawn(async move {
-        let transcript = match live_transcript {
-            Some(t) => Ok(t),
-            None => transcribe(voice.stt.as_ref(), &samples).await,
-        };
-        let transcript = match transcript {
-            Ok(t) => t,
-            Err(e) => {
-                let _ = events.send(VoiceEvent::failed(&TurnError::Provider(e)));
-                return chat;
-            }
-        };
-        if transcript.is_empty() {
-            let _ = events.send(VoiceEvent::NoTurn {
-                reason: NoTurn::NoWords,
-            });
-            return chat;
-        }
-        let _ = events.send(VoiceEvent::TranscriptFinal {
-            text: transcript.clone(),
-        });
-        let u = Utterance {
-            transcript,
-            released_at,
-            transcript_at: Instant::now(),
-        };
-        if let Err(e) = respond(&mut chat, &voice, &u, &c, &events).await {
+        if let Err(e) = answer(&mut chat, &voice, &samples, live_transcript, released_at, &c, &events).await {
             let _ = events.send(VoiceEvent::failed(&e));
         }
         chat
