@@ -484,21 +484,17 @@ async fn actor(
                         }
                         // A barged-in turn is still winding down: it gives the conversation back first.
                         if let Some(t) = turn.take() {
-                            if let Ok(c) = t.task.await {
-                                chat = Some(c);
-                            }
+                            chat = Some(rejoin(t.task.await));
                         }
                         let Some(c) = chat.take() else { break };
                         turn = Some(start_turn(c, voice.clone(), captured, released_at, events.clone()));
                     }
                 }
             }
+            // The `if turn.is_some()` guard makes the `expect` hold.
             done = async { turn.as_mut().map(|t| &mut t.task).expect("guarded").await }, if turn.is_some() => {
                 turn = None;
-                match done {
-                    Ok(c) => chat = Some(c),
-                    Err(_) => break, // the turn task panicked; the conversation is gone with it
-                }
+                chat = Some(rejoin(done));
                 apply_edits(&mut chat, &mut edits, &events);
                 if listening.is_none() {
                     let _ = events.send(VoiceEvent::Idle);
@@ -512,14 +508,22 @@ async fn actor(
     }
     if let Some(t) = turn.take() {
         t.cancel.cancel();
-        if let Ok(c) = t.task.await {
-            chat = Some(c);
-        }
+        chat = Some(rejoin(t.task.await));
     }
-    match chat {
-        Some(c) => c,
-        // Only reachable if a turn task panicked, which drops the session; fail loudly.
-        None => panic!("the voice session lost its conversation"),
+    // The conversation is only ever out of `chat` while a turn task holds it, and every turn
+    // task has been joined back above.
+    chat.expect("the conversation is back from every turn")
+}
+
+/// The conversation back from a turn task. Turns are stopped with their cancel token, never
+/// aborted, so a join error is a panic inside the turn: it is passed on, not swallowed.
+fn rejoin(joined: Result<ChatSession, tokio::task::JoinError>) -> ChatSession {
+    match joined {
+        Ok(chat) => chat,
+        Err(e) => std::panic::resume_unwind(
+            e.try_into_panic()
+                .unwrap_or_else(|_| Box::new("the voice turn was aborted")),
+        ),
     }
 }
 
