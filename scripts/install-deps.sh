@@ -13,6 +13,7 @@ APT_PACKAGES=(
   pulseaudio pulseaudio-utils libasound2-plugins  # sound server (virtual devices in tests)
   libwebkit2gtk-4.1-dev libxdo-dev libayatana-appindicator3-dev librsvg2-dev  # the Tauri app
   xvfb xauth webkit2gtk-driver     # the app's WebDriver tests on a virtual display
+  xdotool x11-utils                # ... pressing the global shortcut with another window focused
   imagemagick                      # screenshots
 )
 command -v npm >/dev/null || APT_PACKAGES+=(nodejs npm)   # building the UI (Node 18+)

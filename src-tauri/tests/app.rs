@@ -79,9 +79,35 @@ fn in_context(v: &Value) -> Vec<String> {
         .collect()
 }
 
-/// One spoken turn: click to talk, speak into the virtual microphone, click to stop.
+/// How a spoken turn is started and stopped.
+#[derive(Clone, Copy)]
+enum Ptt {
+    /// Click the window's button.
+    Button,
+    /// Press the global shortcut with the app's window unfocused (X11 key events, xdotool).
+    Shortcut,
+}
+
+async fn press(c: &Client, how: Ptt) {
+    match how {
+        Ptt::Button => c.find(Locator::Css("#ptt")).await.unwrap().click().await.unwrap(),
+        Ptt::Shortcut => {
+            let ok = Command::new("xdotool")
+                .args(["key", "--clearmodifiers", "ctrl+alt+shift+F9"])
+                .status()
+                .unwrap();
+            assert!(ok.success());
+        }
+    }
+}
+
+/// One spoken turn: press to talk, speak into the virtual microphone, press to stop.
 async fn speak(c: &Client, wav: &Path) {
-    c.find(Locator::Css("#ptt")).await.unwrap().click().await.unwrap();
+    speak_with(c, wav, Ptt::Button).await
+}
+
+async fn speak_with(c: &Client, wav: &Path, how: Ptt) {
+    press(c, how).await;
     phase(c, "listening").await;
     tokio::time::sleep(Duration::from_millis(400)).await;
     let wav = wav.to_path_buf();
@@ -96,7 +122,7 @@ async fn speak(c: &Client, wav: &Path) {
     .await
     .unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
-    c.find(Locator::Css("#ptt")).await.unwrap().click().await.unwrap();
+    press(c, how).await;
 }
 
 async fn screenshot(c: &Client, name: &str) {
@@ -204,10 +230,20 @@ async fn the_desktop_app_end_to_end() {
     assert!(stat_in > 0);
     phase(&c, "idle").await;
 
-    // Turn 2: remembered; the session totals grow.
-    speak(&c, &u2).await;
+    // Turn 2, with the global shortcut while another window has the focus: remembered; the
+    // session totals grow.
+    let other = Command::new("xmessage").arg("another window").spawn();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let _ = Command::new("xdotool")
+        .args(["search", "--name", "xmessage", "windowactivate"])
+        .status();
+    speak_with(&c, &u2, Ptt::Shortcut).await;
     let h = wait_js(&c, "the second reply", HISTORY, |v| in_context(v).len() == 4).await;
     assert_eq!(in_context(&h)[3], "Your name is Sam.");
+    if let Ok(mut w) = other {
+        let _ = w.kill();
+        let _ = w.wait();
+    }
     let total: u64 = js(&c, "return document.querySelector('#total-in').textContent")
         .await
         .as_str()
