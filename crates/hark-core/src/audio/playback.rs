@@ -178,25 +178,38 @@ pub fn heard_text(segments: &[SegmentView<'_>]) -> String {
 
 /// Where reply audio goes.
 pub trait AudioOut: Send + Sync {
+    /// The bookkeeping of what was queued and played; the default methods read it.
+    fn tracker(&self) -> &Tracker;
     /// Starts a new reply (forgets the previous one's bookkeeping).
     fn start_reply(&self);
-    /// Starts a sentence; returns its index for `push` and `end_sentence`.
-    fn begin_sentence(&self, text: &str) -> usize;
     /// Queues mono audio of a sentence, as it arrives from the synthesiser.
     fn push(&self, sentence: usize, samples: Vec<f32>, rate: u32);
-    /// All of the sentence's audio is queued.
-    fn end_sentence(&self, sentence: usize);
     /// Barge-in: stops at once and says what was heard.
     fn flush(&self) -> Heard;
-    /// What was heard so far.
-    fn heard(&self) -> Heard;
-    /// When the first sample of the reply reached the device.
-    fn first_sample_at(&self) -> Option<Instant>;
     /// Whether everything queued has been played.
     fn is_idle(&self) -> bool;
+
+    /// Starts a sentence; returns its index for `push` and `end_sentence`.
+    fn begin_sentence(&self, text: &str) -> usize {
+        self.tracker().begin(text)
+    }
+    /// All of the sentence's audio is queued.
+    fn end_sentence(&self, sentence: usize) {
+        self.tracker().end(sentence)
+    }
+    /// What was heard so far.
+    fn heard(&self) -> Heard {
+        self.tracker().heard()
+    }
+    /// When the first sample of the reply reached the device.
+    fn first_sample_at(&self) -> Option<Instant> {
+        self.tracker().first_sample_at()
+    }
     /// Milliseconds of audio queued and not yet played (synthesis waits while this is high,
     /// so a barge-in does not waste synthesis on sentences nobody will hear).
-    fn queued_ms(&self) -> u64;
+    fn queued_ms(&self) -> u64 {
+        self.tracker().queued_ms()
+    }
 }
 
 /// A source that counts what the audio thread takes from it and stops on a flush.
@@ -307,14 +320,14 @@ impl Speaker {
 }
 
 impl AudioOut for Speaker {
+    fn tracker(&self) -> &Tracker {
+        &self.tracker
+    }
+
     fn start_reply(&self) {
         self.player.clear();
         self.player.play();
         self.tracker.reset();
-    }
-
-    fn begin_sentence(&self, text: &str) -> usize {
-        self.tracker.begin(text)
     }
 
     fn push(&self, sentence: usize, samples: Vec<f32>, rate: u32) {
@@ -334,10 +347,6 @@ impl AudioOut for Speaker {
         });
     }
 
-    fn end_sentence(&self, sentence: usize) {
-        self.tracker.end(sentence);
-    }
-
     fn flush(&self) -> Heard {
         // Sources see the flag at their next sample, i.e. within the current device buffer.
         self.tracker.stopped.store(true, Ordering::SeqCst);
@@ -347,20 +356,8 @@ impl AudioOut for Speaker {
         heard
     }
 
-    fn heard(&self) -> Heard {
-        self.tracker.heard()
-    }
-
-    fn first_sample_at(&self) -> Option<Instant> {
-        self.tracker.first_sample_at()
-    }
-
     fn is_idle(&self) -> bool {
         self.player.empty()
-    }
-
-    fn queued_ms(&self) -> u64 {
-        self.tracker.queued_ms()
     }
 }
 
@@ -380,12 +377,13 @@ impl WavOut {
 }
 
 impl AudioOut for WavOut {
+    fn tracker(&self) -> &Tracker {
+        &self.tracker
+    }
+
     fn start_reply(&self) {
         self.tracker.reset();
         self.audio.lock().unwrap_or_else(|p| p.into_inner()).0.clear();
-    }
-    fn begin_sentence(&self, text: &str) -> usize {
-        self.tracker.begin(text)
     }
     fn push(&self, sentence: usize, samples: Vec<f32>, rate: u32) {
         if let Some(seg) = self.tracker.add(sentence, samples.len(), rate) {
@@ -397,17 +395,8 @@ impl AudioOut for WavOut {
         a.1 = rate;
         a.0.extend(samples);
     }
-    fn end_sentence(&self, sentence: usize) {
-        self.tracker.end(sentence);
-    }
     fn flush(&self) -> Heard {
         self.tracker.heard()
-    }
-    fn heard(&self) -> Heard {
-        self.tracker.heard()
-    }
-    fn first_sample_at(&self) -> Option<Instant> {
-        self.tracker.first_sample_at()
     }
     fn is_idle(&self) -> bool {
         true
@@ -489,12 +478,13 @@ impl Drop for ClockOut {
 }
 
 impl AudioOut for ClockOut {
+    fn tracker(&self) -> &Tracker {
+        &self.tracker
+    }
+
     fn start_reply(&self) {
         self.queue.lock().unwrap_or_else(|p| p.into_inner()).clear();
         self.tracker.reset();
-    }
-    fn begin_sentence(&self, text: &str) -> usize {
-        self.tracker.begin(text)
     }
     fn push(&self, sentence: usize, samples: Vec<f32>, rate: u32) {
         if self.tracker.stopped.load(Ordering::SeqCst) || samples.is_empty() || rate == 0 {
@@ -507,26 +497,14 @@ impl AudioOut for ClockOut {
                 .push_back((seg, samples.len(), rate));
         }
     }
-    fn end_sentence(&self, sentence: usize) {
-        self.tracker.end(sentence);
-    }
     fn flush(&self) -> Heard {
         self.tracker.stopped.store(true, Ordering::SeqCst);
         let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
         q.clear();
         self.tracker.heard()
     }
-    fn heard(&self) -> Heard {
-        self.tracker.heard()
-    }
-    fn first_sample_at(&self) -> Option<Instant> {
-        self.tracker.first_sample_at()
-    }
     fn is_idle(&self) -> bool {
         self.queue.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
-    }
-    fn queued_ms(&self) -> u64 {
-        self.tracker.queued_ms()
     }
 }
 

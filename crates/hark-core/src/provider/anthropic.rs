@@ -23,7 +23,7 @@ pub struct Anthropic {
 
 impl Anthropic {
     pub fn new(config: ProviderConfig) -> Result<Self, ProviderError> {
-        let client = http::client(PROVIDER, &config)?;
+        let client = http::client(PROVIDER, config.connect_timeout)?;
         Ok(Self { config, client })
     }
 }

@@ -45,10 +45,13 @@ pub(crate) fn error_fields(body: &Value) -> (Option<String>, Option<String>, Opt
     }
 }
 
-/// The HTTP client for one provider configuration.
-pub(crate) fn client(provider: &'static str, config: &super::ProviderConfig) -> Result<reqwest::Client, ProviderError> {
+/// The HTTP client for a provider, with its connect timeout.
+pub(crate) fn client(
+    provider: &'static str,
+    connect_timeout: std::time::Duration,
+) -> Result<reqwest::Client, ProviderError> {
     reqwest::Client::builder()
-        .connect_timeout(config.connect_timeout)
+        .connect_timeout(connect_timeout)
         .build()
         .map_err(|e| ProviderError::new(provider, ErrorKind::Connectivity, format!("cannot set up HTTP: {e}")))
 }

@@ -77,10 +77,7 @@ pub struct DeepgramStt {
 
 impl DeepgramStt {
     pub fn new(config: DeepgramConfig, live: bool) -> Result<Self, ProviderError> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(config.timeout)
-            .build()
-            .map_err(|e| ProviderError::new(PROVIDER, ErrorKind::Connectivity, e.to_string()))?;
+        let client = http::client(PROVIDER, config.timeout)?;
         Ok(Self { config, client, live })
     }
 }

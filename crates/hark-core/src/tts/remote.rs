@@ -70,10 +70,7 @@ pub struct DeepgramTts {
 
 impl DeepgramTts {
     pub fn new(config: DeepgramConfig, voice: impl Into<String>) -> Result<Self, ProviderError> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(config.timeout)
-            .build()
-            .map_err(|e| ProviderError::new("deepgram", ErrorKind::Connectivity, e.to_string()))?;
+        let client = http::client("deepgram", config.timeout)?;
         Ok(Self {
             config,
             voice: voice.into(),
@@ -127,7 +124,7 @@ impl OpenAiTts {
     /// `config.model` is the speech model (`gpt-4o-mini-tts`, `tts-1`).
     pub fn new(config: ProviderConfig, voice: impl Into<String>) -> Result<Self, ProviderError> {
         Ok(Self {
-            client: http::client("openai", &config)?,
+            client: http::client("openai", config.connect_timeout)?,
             config,
             voice: voice.into(),
         })
