@@ -153,6 +153,7 @@ pub fn start(
         None => ChatSession::create(store.clone(), model, &s.system_prompt, Default::default())?,
     };
     chat.set_reply_budget(s.max_tokens);
+    chat.set_summarization(s.summarize);
     let (voice, problems) = voice(s, kc);
     let session_id = chat.id().to_string();
     let (commands, task) = voice::spawn(chat, voice, s.ptt_mode, s.input_device.clone(), events);

@@ -34,6 +34,8 @@ pub struct AppSettings {
     /// Global push-to-talk shortcut, e.g. "CommandOrControl+Shift+Space".
     pub shortcut: String,
     pub ptt_mode: PttMode,
+    /// Fold turns that leave the context into a running summary (rule 11).
+    pub summarize: bool,
     /// The session to reopen at start.
     pub last_session: Option<String>,
 }
@@ -57,6 +59,7 @@ impl Default for AppSettings {
             output_device: None,
             shortcut: "CommandOrControl+Shift+Space".into(),
             ptt_mode: PttMode::Hold,
+            summarize: false,
             last_session: None,
         }
     }

@@ -216,6 +216,23 @@ pub fn answer(messages: &[(String, String)], system: Option<&str>) -> String {
     let Some(last) = users.last() else {
         return "Hello!".into();
     };
+    // Asked to fold a summary: keep what the user said about themselves, drop the rest.
+    if system.is_some_and(|s| s.contains("running summary")) {
+        let kept: Vec<&str> = last
+            .lines()
+            .map(|l| {
+                l.trim_start_matches("User: ")
+                    .trim_start_matches("The user said: ")
+                    .trim()
+            })
+            .filter(|l| l.to_lowercase().contains("my name is") && !l.starts_with("Hark:"))
+            .collect();
+        return if kept.is_empty() {
+            "Nothing about the user yet.".into()
+        } else {
+            format!("The user said: {}", kept.join(" "))
+        };
+    }
     let lower = last.to_lowercase();
     let name_in = |t: &str| -> Option<String> {
         let l = t.to_lowercase();
@@ -672,6 +689,11 @@ mod tests {
         assert_eq!(
             answer(&[m("user", "What's my name?")], Some("The user said: my name is Ada")),
             "Your name is Ada."
+        );
+        let fold = "Prior summary:\n(none)\n\nNew messages:\nUser: My name is Sam.\nHark: Nice to meet you, Sam!\nUser: I like tea.\n";
+        assert_eq!(
+            answer(&[m("user", fold)], Some("You keep a running summary")),
+            "The user said: My name is Sam."
         );
     }
 }

@@ -463,3 +463,46 @@ async fn a_missing_key_says_where_keys_come_from_and_sends_nothing() {
     let err = say(&mut s, "hi").await.unwrap_err();
     assert!(err.to_string().contains("OPENAI_API_KEY"), "{err}");
 }
+
+#[tokio::test]
+async fn a_60_turn_conversation_with_max_turns_5_remembers_the_name_through_the_summary() {
+    for summarize in [false, true] {
+        let rig = Rig::new(ProviderKind::Anthropic);
+        let store = mem_store();
+        let mut s = rig.session(
+            &store,
+            HistorySettings {
+                max_turns: 5,
+                ..Default::default()
+            },
+        );
+        s.set_summarization(summarize);
+        say(&mut s, "My name is Sam.").await.unwrap();
+        for i in 0..58 {
+            say(&mut s, &format!("Tell me fact number {i}.")).await.unwrap();
+        }
+        s.settle_summary().await.unwrap();
+        let reply = say(&mut s, "What's my name?").await.unwrap();
+        let req = rig.server.last();
+        assert!(req.messages().len() <= 9, "at most five turns are sent");
+        if summarize {
+            assert_eq!(reply, "Your name is Sam.", "answered from the summary");
+            assert!(req
+                .system()
+                .unwrap()
+                .contains("Summary of the earlier conversation:\nThe user said: My name is Sam."));
+            let stored = store.load_session(s.id()).unwrap();
+            assert!(
+                stored.summary.unwrap().text.contains("My name is Sam."),
+                "the summary is stored (and exported)"
+            );
+            // Summary calls ran beside the turns: more requests than turns.
+            assert!(rig.server.requests().len() > 60);
+        } else {
+            assert_eq!(
+                reply, "I don't know your name yet.",
+                "without a summary the name is trimmed away"
+            );
+        }
+    }
+}

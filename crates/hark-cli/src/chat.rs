@@ -122,6 +122,7 @@ pub async fn run(args: SessionArgs, db: PathBuf) -> Result<ExitCode> {
     }
 
     if let Some(path) = &args.export {
+        session.settle_summary().await?;
         let json = export::to_json(&session.stored()?);
         std::fs::write(path, json).with_context(|| format!("cannot write the export to {}", path.display()))?;
         out.event(json!({"type": "exported", "path": path.display().to_string()}));

@@ -36,6 +36,10 @@ pub struct SessionArgs {
     /// Send each utterance alone (the record still keeps everything).
     #[arg(long)]
     pub no_history: bool,
+    /// Fold turns that leave the context into a running summary (an extra model call each
+    /// time, in the background).
+    #[arg(long)]
+    pub summarize: bool,
     /// Resume this session (id or unique prefix).
     #[arg(long)]
     pub session: Option<String>,
@@ -122,6 +126,7 @@ impl SessionArgs {
             }
         };
         session.set_reply_budget(reply_budget);
+        session.set_summarization(self.summarize);
         // Flags override what the session had; absent flags keep it.
         let mut settings = session.conversation().settings();
         if let Some(n) = self.max_turns {

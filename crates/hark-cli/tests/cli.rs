@@ -373,3 +373,21 @@ fn kill_9_mid_stream_loses_no_committed_message() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o), "Your name is Sam.\n");
 }
+
+#[test]
+fn summarize_flag_keeps_the_name_past_max_turns_and_exports_the_summary() {
+    let server = FakeLlm::anthropic(KEY);
+    let (dir, db) = tmp();
+    let out = dir.path().join("out.json");
+    let mut lines = String::from("My name is Sam.\n");
+    for i in 0..8 {
+        lines.push_str(&format!("Fact number {i}.\n"));
+    }
+    let mut cmd = anthropic(&db, &server);
+    cmd.args(["chat", "--max-turns", "2", "--summarize", "--export"])
+        .arg(&out);
+    let o = run_with_stdin(cmd, &lines);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(e["summary"]["text"], "The user said: My name is Sam.");
+}

@@ -70,6 +70,17 @@ pub enum HistoryError {
     NotAReply(String),
 }
 
+/// Turns to fold into the running summary: the prior summary plus the messages that left
+/// the context (rule 11: summaries fold, never rebuild).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryJob {
+    pub prior: Option<String>,
+    pub messages: Vec<Message>,
+    /// Record range `[from, to)` the job covers.
+    pub from: usize,
+    pub to: usize,
+}
+
 /// Where a tool result went (rule 10).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ToolResolution {
@@ -118,6 +129,8 @@ pub struct Conversation {
     system_prompt: String,
     /// Running summary of turns that left the context (rule 11), if any.
     summary: Option<String>,
+    /// Record index up to which (exclusive) the summary covers the record.
+    summarized_to: usize,
     /// Recalled long-term memory injected beside the system prompt (rule 12), if any.
     recall: Option<String>,
     /// Cached cost of system + summary + recall + request framing.
@@ -153,6 +166,7 @@ impl Conversation {
             floor: 0,
             system_prompt: system_prompt.into(),
             summary: None,
+            summarized_to: 0,
             recall: None,
             fixed_cost: 0,
             settings,
@@ -531,6 +545,53 @@ impl Conversation {
         self.refresh_fixed_cost();
     }
 
+    /// Sets the summary together with how far into the record it reaches (resume, import).
+    pub fn set_summary_through(&mut self, summary: Option<String>, summarized_to: usize) {
+        self.summarized_to = summarized_to.min(self.record.len());
+        self.set_summary(summary);
+    }
+
+    /// How far (record index, exclusive) the summary covers.
+    pub fn summarized_to(&self) -> usize {
+        self.summarized_to
+    }
+
+    /// Whole turns that have left the context and are not folded into the summary yet
+    /// (rule 11). The window starts at a turn boundary, so a tool call never leaves without
+    /// its result. Turns before a reset are never summarised: the reset forgot them.
+    pub fn summary_due(&self) -> Option<SummaryJob> {
+        if !self.settings.enabled {
+            return None;
+        }
+        let from = self.summarized_to.max(self.floor);
+        let to = self.window().start;
+        if to <= from {
+            return None;
+        }
+        let messages: Vec<Message> = self.record[from..to]
+            .iter()
+            .filter(|m| m.in_context())
+            .cloned()
+            .collect();
+        (!messages.is_empty()).then(|| SummaryJob {
+            prior: self.summary.clone(),
+            messages,
+            from,
+            to,
+        })
+    }
+
+    /// Folds a finished summary in, unless the context changed under it (a reset, an edited
+    /// summary, another fold): then it is discarded and `false` returned.
+    pub fn apply_summary(&mut self, job: &SummaryJob, text: String) -> bool {
+        if self.summarized_to.max(self.floor) != job.from || self.summary != job.prior || job.to > self.record.len() {
+            return false;
+        }
+        self.summarized_to = job.to;
+        self.set_summary(Some(text));
+        true
+    }
+
     /// Sets or clears the recalled memory text.
     pub fn set_recall(&mut self, recall: Option<String>) {
         self.recall = recall;
@@ -571,7 +632,12 @@ impl Conversation {
             self.turn_starts.push(i);
         }
         if matches!(m.kind, MessageKind::ContextReset) {
+            // A reset forgets: the summary of what came before goes with the context.
             self.floor = i + 1;
+            self.summarized_to = i + 1;
+            if self.summary.take().is_some() {
+                self.refresh_fixed_cost();
+            }
         }
         let cost = message_cost(&self.counter, &m);
         self.cost.push(cost);

@@ -476,3 +476,30 @@ fn summary_and_recall_sit_beside_the_system_prompt_and_count_in_the_budget() {
     assert_eq!(p.messages.len(), 1, "summary and recall do not touch the context list");
     assert!(c.window().tokens > before);
 }
+
+#[test]
+fn rule11_turns_leaving_the_context_are_due_for_the_summary_and_a_stale_fold_is_discarded() {
+    let mut c = conv(2);
+    for i in 1..=4 {
+        turn(&mut c, &format!("u{i}"), &format!("a{i}"));
+    }
+    let job = c.summary_due().expect("two turns left the context");
+    assert_eq!(job.prior, None);
+    let texts: Vec<&str> = job.messages.iter().map(|m| m.text()).collect();
+    assert_eq!(texts, vec!["u1", "a1", "u2", "a2"], "whole turns, oldest first");
+    assert!(c.apply_summary(&job, "S1".into()));
+    assert_eq!(c.summary(), Some("S1"));
+    assert!(c.summary_due().is_none(), "nothing new has left");
+    assert!(c.prompt().unwrap().system.contains("S1"));
+    // The next fold gets the prior summary (summaries fold, never rebuild).
+    turn(&mut c, "u5", "a5");
+    let job = c.summary_due().unwrap();
+    assert_eq!(job.prior.as_deref(), Some("S1"));
+    assert_eq!(job.messages.len(), 2);
+    // The context changed under it (a reset): the result is discarded, and the reset
+    // forgets the summary too.
+    c.clear();
+    assert!(!c.apply_summary(&job, "S2".into()));
+    assert_eq!(c.summary(), None);
+    assert!(c.summary_due().is_none());
+}

@@ -7,6 +7,7 @@
 //!   that owns capture and serialises push-to-talk, completions and barge-in.
 //! - `sentences`: the streaming sentence splitter.
 //! - `ptt`: push-to-talk decisions as pure functions.
+//! - `summary`: folding turns that leave the context into the running summary.
 //!
 //! Order of a turn: the user message is committed to SQLite before the request (rule 3), the
 //! reply is committed when it is final (complete, cut by an error, or cancelled). A crash
@@ -14,6 +15,7 @@
 
 pub mod ptt;
 pub mod sentences;
+pub mod summary;
 pub mod voice;
 
 use std::sync::Arc;
@@ -23,10 +25,11 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::conversation::{
-    AssistantMessage, Conversation, HistoryError, HistorySettings, Latency, Message, ReplyOutcome, ToolState, Usage,
+    AssistantMessage, Conversation, HistoryError, HistorySettings, Latency, Message, ReplyOutcome, SummaryJob,
+    ToolState, Usage,
 };
 use crate::provider::{ChatModel, Completion, ErrorKind, ProviderError};
-use crate::store::{SessionMeta, Store, StoreError, StoredSession};
+use crate::store::{SessionMeta, Store, StoreError, StoredSession, Summary};
 
 /// What happens during a turn, in order, for a UI or the CLI's `--json`.
 #[derive(Debug, Clone, PartialEq)]
@@ -77,7 +80,17 @@ pub struct ChatSession {
     conv: Conversation,
     meta: SessionMeta,
     store: Arc<Store>,
-    model: Box<dyn ChatModel>,
+    /// Shared with background summary folds.
+    model: Arc<dyn ChatModel>,
+    /// Background summarisation, when on (rule 11).
+    summaries: Option<Summaries>,
+}
+
+/// The background summary fold: at most one at a time; its result comes back on `done`.
+struct Summaries {
+    running: bool,
+    tx: mpsc::UnboundedSender<(SummaryJob, Result<String, ProviderError>)>,
+    done: mpsc::UnboundedReceiver<(SummaryJob, Result<String, ProviderError>)>,
 }
 
 impl ChatSession {
@@ -97,7 +110,8 @@ impl ChatSession {
             conv,
             meta,
             store,
-            model,
+            model: Arc::from(model),
+            summaries: None,
         })
     }
 
@@ -113,7 +127,8 @@ impl ChatSession {
             conv,
             meta,
             store,
-            model,
+            model: Arc::from(model),
+            summaries: None,
         })
     }
 
@@ -128,6 +143,89 @@ impl ChatSession {
 
     pub fn conversation(&self) -> &Conversation {
         &self.conv
+    }
+
+    /// Turns background summarisation on or off (rule 11).
+    pub fn set_summarization(&mut self, on: bool) {
+        self.summaries = on.then(|| {
+            let (tx, done) = mpsc::unbounded_channel();
+            Summaries {
+                running: false,
+                tx,
+                done,
+            }
+        });
+    }
+
+    /// Folds in a summary that has finished, if any; never waits.
+    fn take_finished_summary(&mut self) -> Result<(), StoreError> {
+        let Some(s) = self.summaries.as_mut() else {
+            return Ok(());
+        };
+        if let Ok((job, result)) = s.done.try_recv() {
+            s.running = false;
+            self.apply_summary(job, result)?;
+        }
+        Ok(())
+    }
+
+    fn apply_summary(&mut self, job: SummaryJob, result: Result<String, ProviderError>) -> Result<(), StoreError> {
+        match result {
+            Ok(text) => {
+                if self.conv.apply_summary(&job, text.clone()) {
+                    let through_seq = job.to as i64 - 1;
+                    self.store.save_summary(
+                        &self.meta.id,
+                        &Summary {
+                            text,
+                            through_seq,
+                            created_at: chrono::Utc::now(),
+                        },
+                    )?;
+                }
+            }
+            Err(e) => tracing::warn!("summary fold failed (the turns stay in the record): {e}"),
+        }
+        Ok(())
+    }
+
+    /// Starts a fold in the background when turns have left the context.
+    fn start_summary(&mut self) {
+        let Some(s) = self.summaries.as_mut() else { return };
+        if s.running {
+            return;
+        }
+        let Some(job) = self.conv.summary_due() else { return };
+        s.running = true;
+        let (model, tx) = (self.model.clone(), s.tx.clone());
+        tokio::spawn(async move {
+            let result = summary::fold(model.as_ref(), &job).await;
+            let _ = tx.send((job, result));
+        });
+    }
+
+    /// Waits for the fold in flight (if any) and applies it; then folds whatever is still
+    /// due. For shutdown, export, and tests that need the summary settled.
+    pub async fn settle_summary(&mut self) -> Result<(), StoreError> {
+        for _ in 0..2 {
+            let Some(s) = self.summaries.as_mut() else {
+                return Ok(());
+            };
+            if !s.running {
+                self.start_summary();
+            }
+            let Some(s) = self.summaries.as_mut() else {
+                return Ok(());
+            };
+            if !s.running {
+                return Ok(());
+            }
+            if let Some((job, result)) = s.done.recv().await {
+                s.running = false;
+                self.apply_summary(job, result)?;
+            }
+        }
+        Ok(())
     }
 
     /// Sets the reply budget the context budget leaves room for.
@@ -190,6 +288,7 @@ impl ChatSession {
         cancel: &CancellationToken,
         mut on_event: impl FnMut(TurnEvent),
     ) -> Result<Message, TurnError> {
+        self.take_finished_summary()?;
         let user = self.conv.push_user(text)?.clone();
         self.save_last()?;
         on_event(TurnEvent::UserRecorded(Box::new(user)));
@@ -283,6 +382,9 @@ impl ChatSession {
             self.save_at(i)?;
         }
         let reply_msg = self.conv.record()[range.start].clone();
+        if error.is_none() {
+            self.start_summary();
+        }
         match error {
             Some(e) => Err(e.into()),
             None => Ok(reply_msg),

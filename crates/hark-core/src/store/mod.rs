@@ -135,7 +135,7 @@ impl StoredSession {
             self.messages.clone(),
         );
         if let Some(s) = &self.summary {
-            c.set_summary(Some(s.text.clone()));
+            c.set_summary_through(Some(s.text.clone()), (s.through_seq + 1).max(0) as usize);
         }
         c
     }
