@@ -8,6 +8,7 @@ const COMMANDS: &[&str] = &[
     "reset_context",
     "set_max_turns",
     "set_system_prompt",
+    "set_summary",
     "save_settings",
     "set_key",
     "delete_key",

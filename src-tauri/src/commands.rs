@@ -111,6 +111,14 @@ pub fn set_system_prompt(state: State<'_, AppState>, text: String) -> CmdResult<
     })))
 }
 
+/// The user edited (or cleared) the running summary in the history panel.
+#[tauri::command]
+pub fn set_summary(state: State<'_, AppState>, text: String) -> CmdResult<()> {
+    state.send(VoiceCommand::Edit(Box::new(move |chat| {
+        Ok(chat.edit_summary(Some(text))?)
+    })))
+}
+
 /// Saves the settings and restarts the session with them (same conversation).
 #[tauri::command]
 pub async fn save_settings(

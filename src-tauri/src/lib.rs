@@ -187,6 +187,7 @@ pub fn run() {
             commands::reset_context,
             commands::set_max_turns,
             commands::set_system_prompt,
+            commands::set_summary,
             commands::save_settings,
             commands::set_key,
             commands::delete_key,

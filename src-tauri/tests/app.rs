@@ -158,7 +158,7 @@ async fn the_desktop_app_end_to_end() {
     let settings = json!({
         "llm_provider": "openai", "llm_model": "local", "llm_base_url": llm.base_url(),
         "stt": "whisper", "whisper_model": model, "tts": "system", "ptt_mode": "toggle",
-        "shortcut": "Ctrl+Alt+Shift+F9", "max_tokens": 256,
+        "shortcut": "Ctrl+Alt+Shift+F9", "max_tokens": 256, "summarize": true,
     });
     std::fs::write(config.join("settings.json"), settings.to_string()).unwrap();
     let (u1, u2) = (dir.path().join("u1.wav"), dir.path().join("u2.wav"));
@@ -270,16 +270,49 @@ async fn the_desktop_app_end_to_end() {
         in_context(v).len() == 2 && in_context(v)[1] == "I don't know your name yet."
     })
     .await;
+    let turn_requests: Vec<_> = llm
+        .requests()
+        .into_iter()
+        .filter(|r| !r.system().unwrap_or_default().contains("running summary"))
+        .collect();
     assert_eq!(
-        llm.last().messages().len(),
+        turn_requests.last().unwrap().messages().len(),
         1,
         "max_turns=1: the request carried only the current turn"
     );
     phase(&c, "idle").await;
 
-    // Reset empties the panel; the record keeps everything.
+    // The turns that left the context were folded into the running summary, shown in the
+    // panel; the user edits it there.
+    let summary = "return document.querySelector('#summary-block').hidden ? null : document.querySelector('#summary').textContent";
+    wait_js(&c, "the summary", summary, |v| {
+        v.as_str().is_some_and(|t| t.contains("My name is Sam"))
+    })
+    .await;
+    c.find(Locator::Css("#edit-summary"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let editor = c.find(Locator::Css("#summary-text")).await.unwrap();
+    editor.clear().await.unwrap();
+    editor.send_keys("The user is Sam; they asked twice.").await.unwrap();
+    c.find(Locator::Css("#save-summary"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_js(&c, "the edited summary", summary, |v| {
+        v == "The user is Sam; they asked twice."
+    })
+    .await;
+
+    // Reset empties the panel (and forgets the summary); the record keeps everything.
     c.find(Locator::Css("#reset")).await.unwrap().click().await.unwrap();
     wait_js(&c, "an empty context", HISTORY, |v| in_context(v).is_empty()).await;
+    wait_js(&c, "no summary", summary, |v| v.is_null()).await;
 
     // Export (the command the Export button calls once the save dialog has a path).
     let export = dir.path().join("export.json");

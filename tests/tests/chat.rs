@@ -498,6 +498,21 @@ async fn a_60_turn_conversation_with_max_turns_5_remembers_the_name_through_the_
             );
             // Summary calls ran beside the turns: more requests than turns.
             assert!(rig.server.requests().len() > 60);
+            // The user edits the summary: the next request carries the edit, and it survives
+            // a restart.
+            s.edit_summary(Some("The user is called Alex.".into())).unwrap();
+            assert_eq!(
+                say(&mut s, "What's my name?").await.unwrap(),
+                "I don't know your name yet."
+            );
+            assert!(rig
+                .server
+                .last()
+                .system()
+                .unwrap()
+                .ends_with("The user is called Alex."));
+            let resumed = ChatSession::resume(store.clone(), s.id(), rig.model()).unwrap();
+            assert_eq!(resumed.conversation().summary(), Some("The user is called Alex."));
         } else {
             assert_eq!(
                 reply, "I don't know your name yet.",

@@ -460,7 +460,8 @@ function setupSettings() {
       const f = form.elements.namedItem(k) as HTMLInputElement | null;
       if (!f) continue;
       const v = f.value.trim();
-      next[k] = k === "max_tokens" ? Number(v) : v === "" && k !== "system_prompt" ? null : v;
+      next[k] =
+        k === "max_tokens" ? Number(v) : k === "summarize" ? v === "true" : v === "" && k !== "system_prompt" ? null : v;
     }
     const st = await call<AppStateView>("save_settings", { settings: next });
     if (st) {
@@ -493,6 +494,15 @@ async function start() {
     void call("set_max_turns", { maxTurns: n });
   });
   $("#reset").addEventListener("click", () => call("reset_context"));
+  $("#edit-summary").addEventListener("click", () => {
+    const editor = $("#summary-editor");
+    editor.hidden = !editor.hidden;
+    $<HTMLTextAreaElement>("#summary-text").value = panel?.summary ?? "";
+  });
+  $("#save-summary").addEventListener("click", async () => {
+    await call("set_summary", { text: $<HTMLTextAreaElement>("#summary-text").value });
+    $("#summary-editor").hidden = true;
+  });
   const channel = new Channel<VoiceEvent>();
   channel.onmessage = onEvent;
   const st = await call<AppStateView>("app_state");
@@ -500,7 +510,6 @@ async function start() {
   await call("subscribe", { channel });
   await loadSessions();
   document.body.dataset.ready = "true";
-  void panel;
 }
 
 void start();

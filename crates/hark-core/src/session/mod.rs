@@ -157,16 +157,24 @@ impl ChatSession {
         });
     }
 
-    /// Folds in a summary that has finished, if any; never waits.
-    fn take_finished_summary(&mut self) -> Result<(), StoreError> {
+    /// Folds in a summary that has finished, if any; never waits. Returns whether one was
+    /// applied (the context changed).
+    pub fn poll_summary(&mut self) -> Result<bool, StoreError> {
         let Some(s) = self.summaries.as_mut() else {
-            return Ok(());
+            return Ok(false);
         };
-        if let Ok((job, result)) = s.done.try_recv() {
-            s.running = false;
-            self.apply_summary(job, result)?;
-        }
-        Ok(())
+        let Ok((job, result)) = s.done.try_recv() else {
+            return Ok(false);
+        };
+        s.running = false;
+        let before = self.conv.summary().map(str::to_string);
+        self.apply_summary(job, result)?;
+        Ok(self.conv.summary() != before.as_deref())
+    }
+
+    /// Whether a summary fold is running in the background.
+    pub fn summary_running(&self) -> bool {
+        self.summaries.as_ref().is_some_and(|s| s.running)
     }
 
     fn apply_summary(&mut self, job: SummaryJob, result: Result<String, ProviderError>) -> Result<(), StoreError> {
@@ -202,6 +210,21 @@ impl ChatSession {
             let result = summary::fold(model.as_ref(), &job).await;
             let _ = tx.send((job, result));
         });
+    }
+
+    /// The user edited the summary (or cleared it): it replaces the running one, keeps its
+    /// reach into the record, and is committed as a new version. A fold in flight is then
+    /// discarded, since it was built on the old text.
+    pub fn edit_summary(&mut self, text: Option<String>) -> Result<(), StoreError> {
+        let text = text.map(|t| t.trim().to_string()).filter(|t| !t.is_empty());
+        let reach = self.conv.summarized_to();
+        self.conv.set_summary_through(text.clone(), reach);
+        let summary = Summary {
+            text: text.unwrap_or_default(),
+            through_seq: reach as i64 - 1,
+            created_at: chrono::Utc::now(),
+        };
+        self.store.save_summary(&self.meta.id, &summary)
     }
 
     /// Waits for the fold in flight (if any) and applies it; then folds whatever is still
@@ -288,7 +311,7 @@ impl ChatSession {
         cancel: &CancellationToken,
         mut on_event: impl FnMut(TurnEvent),
     ) -> Result<Message, TurnError> {
-        self.take_finished_summary()?;
+        self.poll_summary()?;
         let user = self.conv.push_user(text)?.clone();
         self.save_last()?;
         on_event(TurnEvent::UserRecorded(Box::new(user)));

@@ -428,6 +428,8 @@ async fn actor(
     let mut chat = Some(chat);
     let mut edits: Vec<ChatEdit> = Vec::new();
     let mut key = KeyState::default();
+    // Background summary folds finish between turns; this tick brings them into the context.
+    let mut summary_tick = tokio::time::interval(Duration::from_millis(250));
     let mut listening: Option<Listening> = None;
     let mut turn: Option<Turn> = None;
     loop {
@@ -488,6 +490,19 @@ async fn actor(
                         }
                         let Some(c) = chat.take() else { break };
                         turn = Some(start_turn(c, voice.clone(), captured, released_at, events.clone()));
+                    }
+                }
+            }
+            _ = summary_tick.tick(), if chat.as_ref().is_some_and(|c| c.summary_running()) => {
+                if let Some(c) = chat.as_mut() {
+                    match c.poll_summary() {
+                        Ok(true) => {
+                            let _ = events.send(VoiceEvent::context(c));
+                        }
+                        Ok(false) => {}
+                        Err(e) => {
+                            let _ = events.send(VoiceEvent::failed(&e.into()));
+                        }
                     }
                 }
             }

@@ -135,7 +135,9 @@ impl StoredSession {
             self.messages.clone(),
         );
         if let Some(s) = &self.summary {
-            c.set_summary_through(Some(s.text.clone()), (s.through_seq + 1).max(0) as usize);
+            // An empty text is a summary the user cleared.
+            let text = Some(s.text.clone()).filter(|t| !t.is_empty());
+            c.set_summary_through(text, (s.through_seq + 1).max(0) as usize);
         }
         c
     }
