@@ -270,13 +270,8 @@ async fn the_desktop_app_end_to_end() {
         in_context(v).len() == 2 && in_context(v)[1] == "I don't know your name yet."
     })
     .await;
-    let turn_requests: Vec<_> = llm
-        .requests()
-        .into_iter()
-        .filter(|r| !r.system().unwrap_or_default().contains("running summary"))
-        .collect();
     assert_eq!(
-        turn_requests.last().unwrap().messages().len(),
+        llm.last_turn().messages().len(),
         1,
         "max_turns=1: the request carried only the current turn"
     );

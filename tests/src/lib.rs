@@ -180,6 +180,16 @@ impl FakeLlm {
     pub fn last(&self) -> Recorded {
         self.requests().pop().expect("at least one request")
     }
+
+    /// The last request of a conversation turn (background summary folds left out: they may
+    /// arrive after the turn's own request).
+    pub fn last_turn(&self) -> Recorded {
+        self.requests()
+            .into_iter()
+            .rev()
+            .find(|r| !r.system().unwrap_or_default().contains("running summary"))
+            .expect("at least one turn request")
+    }
 }
 
 /// Runs a loopback TCP server on its own thread and runtime (so async tests and tests that

@@ -483,7 +483,7 @@ async fn a_60_turn_conversation_with_max_turns_5_remembers_the_name_through_the_
         }
         s.settle_summary().await.unwrap();
         let reply = say(&mut s, "What's my name?").await.unwrap();
-        let req = rig.server.last();
+        let req = rig.server.last_turn();
         assert!(req.messages().len() <= 9, "at most five turns are sent");
         if summarize {
             assert_eq!(reply, "Your name is Sam.", "answered from the summary");
@@ -507,7 +507,7 @@ async fn a_60_turn_conversation_with_max_turns_5_remembers_the_name_through_the_
             );
             assert!(rig
                 .server
-                .last()
+                .last_turn()
                 .system()
                 .unwrap()
                 .ends_with("The user is called Alex."));
