@@ -12,24 +12,25 @@ fn file_err(path: &Path, e: impl std::fmt::Display) -> AudioError {
     }
 }
 
+/// All samples of a WAV as f32, interleaved: integer formats of any width are scaled to
+/// -1.0..1.0, float is taken as it is.
+fn samples_f32<R: std::io::Read>(r: &mut hound::WavReader<R>) -> Result<Vec<f32>, hound::Error> {
+    let spec = r.spec();
+    match spec.sample_format {
+        hound::SampleFormat::Float => r.samples::<f32>().collect(),
+        hound::SampleFormat::Int => {
+            let scale = 1.0 / (1u64 << (spec.bits_per_sample - 1)) as f32;
+            r.samples::<i32>().map(|s| s.map(|v| v as f32 * scale)).collect()
+        }
+    }
+}
+
 /// Reads any PCM WAV (8/16/24/32-bit integer or 32-bit float, any rate and channels) as
 /// 16 kHz mono.
 pub fn read_16k_mono(path: &Path) -> Result<Vec<f32>, AudioError> {
     let mut r = hound::WavReader::open(path).map_err(|e| file_err(path, e))?;
     let spec = r.spec();
-    let samples: Vec<f32> = match spec.sample_format {
-        hound::SampleFormat::Float => r
-            .samples::<f32>()
-            .collect::<Result<_, _>>()
-            .map_err(|e| file_err(path, e))?,
-        hound::SampleFormat::Int => {
-            let scale = 1.0 / (1u64 << (spec.bits_per_sample - 1)) as f32;
-            r.samples::<i32>()
-                .map(|s| s.map(|v| v as f32 * scale))
-                .collect::<Result<_, _>>()
-                .map_err(|e| file_err(path, e))?
-        }
-    };
+    let samples = samples_f32(&mut r).map_err(|e| file_err(path, e))?;
     let mut conv = ToMono16k::new(spec.sample_rate, spec.channels)?;
     let mut out = Vec::with_capacity(samples.len() * STT_RATE as usize / spec.sample_rate.max(1) as usize + 16);
     conv.push(&samples, &mut out);
@@ -37,20 +38,40 @@ pub fn read_16k_mono(path: &Path) -> Result<Vec<f32>, AudioError> {
     Ok(out)
 }
 
-/// Writes mono samples as 16-bit PCM WAV.
-pub fn write_mono(path: &Path, samples: &[f32], rate: u32) -> Result<(), AudioError> {
-    let spec = hound::WavSpec {
+/// 16-bit PCM mono at `rate`: what Hark writes.
+fn mono_16bit(rate: u32) -> hound::WavSpec {
+    hound::WavSpec {
         channels: 1,
         sample_rate: rate,
         bits_per_sample: 16,
         sample_format: hound::SampleFormat::Int,
-    };
-    let mut w = hound::WavWriter::create(path, spec).map_err(|e| file_err(path, e))?;
-    for s in samples {
-        w.write_sample((s.clamp(-1.0, 1.0) * i16::MAX as f32) as i16)
-            .map_err(|e| file_err(path, e))?;
     }
-    w.finalize().map_err(|e| file_err(path, e))
+}
+
+fn write_samples<W: std::io::Write + std::io::Seek>(
+    mut w: hound::WavWriter<W>,
+    samples: &[f32],
+) -> Result<(), hound::Error> {
+    for s in samples {
+        w.write_sample((s.clamp(-1.0, 1.0) * i16::MAX as f32) as i16)?;
+    }
+    w.finalize()
+}
+
+/// Writes mono samples as 16-bit PCM WAV.
+pub fn write_mono(path: &Path, samples: &[f32], rate: u32) -> Result<(), AudioError> {
+    let w = hound::WavWriter::create(path, mono_16bit(rate)).map_err(|e| file_err(path, e))?;
+    write_samples(w, samples).map_err(|e| file_err(path, e))
+}
+
+/// 16 kHz mono samples as an in-memory 16-bit PCM WAV file (uploads to transcription APIs).
+pub fn encode_16k_mono(samples: &[f32]) -> Vec<u8> {
+    let mut buf = std::io::Cursor::new(Vec::with_capacity(44 + samples.len() * 2));
+    // Writing to memory cannot fail: hound's only errors here would be I/O errors.
+    if let Ok(w) = hound::WavWriter::new(&mut buf, mono_16bit(STT_RATE)) {
+        let _ = write_samples(w, samples);
+    }
+    buf.into_inner()
 }
 
 /// Parses WAV bytes (e.g. from a TTS engine's stdout) into mono f32 samples and the rate.
@@ -59,16 +80,7 @@ pub fn decode_wav_bytes(bytes: &[u8]) -> Result<(Vec<f32>, u32), AudioError> {
     let mut r = hound::WavReader::new(std::io::Cursor::new(bytes)).map_err(err)?;
     let spec = r.spec();
     let ch = spec.channels.max(1) as usize;
-    let all: Vec<f32> = match spec.sample_format {
-        hound::SampleFormat::Float => r.samples::<f32>().collect::<Result<_, _>>().map_err(err)?,
-        hound::SampleFormat::Int => {
-            let scale = 1.0 / (1u64 << (spec.bits_per_sample - 1)) as f32;
-            r.samples::<i32>()
-                .map(|s| s.map(|v| v as f32 * scale))
-                .collect::<Result<_, _>>()
-                .map_err(err)?
-        }
-    };
+    let all = samples_f32(&mut r).map_err(err)?;
     let mono = all
         .chunks_exact(ch)
         .map(|f| f.iter().sum::<f32>() / ch as f32)
@@ -110,6 +122,14 @@ mod tests {
             read_16k_mono(&dir.path().join("missing.wav")),
             Err(AudioError::File { .. })
         ));
+    }
+
+    #[test]
+    fn encoded_16k_wav_decodes_back() {
+        let w = encode_16k_mono(&[0.0, 0.5, -0.5]);
+        let (s, rate) = decode_wav_bytes(&w).unwrap();
+        assert_eq!((s.len(), rate), (3, 16_000));
+        assert!((s[1] - 0.5).abs() < 1e-3);
     }
 
     #[test]

@@ -270,17 +270,7 @@ impl Store {
 
     /// Appends a new version of the running summary.
     pub fn save_summary(&self, session_id: &str, summary: &Summary) -> Result<(), StoreError> {
-        self.lock().execute(
-            "INSERT INTO summaries (session_id, version, text, through_seq, created_at)
-             VALUES (?1, (SELECT COALESCE(MAX(version), 0) + 1 FROM summaries WHERE session_id=?1), ?2, ?3, ?4)",
-            params![
-                session_id,
-                summary.text,
-                summary.through_seq,
-                summary.created_at.to_rfc3339()
-            ],
-        )?;
-        Ok(())
+        insert_summary(&self.lock(), session_id, summary)
     }
 
     /// Sessions, most recently used first.
@@ -402,10 +392,7 @@ impl Store {
             }
         }
         if let Some(s) = &session.summary {
-            tx.execute(
-                "INSERT INTO summaries (session_id, version, text, through_seq, created_at) VALUES (?1, 1, ?2, ?3, ?4)",
-                params![session.meta.id, s.text, s.through_seq, s.created_at.to_rfc3339()],
-            )?;
+            insert_summary(&tx, &session.meta.id, s)?;
         }
         tx.commit()?;
         Ok(())
@@ -439,6 +426,21 @@ fn message_params<'a>(session_id: &'a str, seq: usize, m: &'a Message) -> Result
 fn upsert_message(conn: &Connection, session_id: &str, seq: usize, m: &Message) -> Result<(), StoreError> {
     conn.prepare_cached(INSERT_MESSAGE)?
         .execute(message_params(session_id, seq, m)?)?;
+    Ok(())
+}
+
+/// Adds the next version of a session's summary (versions keep every fold and edit).
+fn insert_summary(conn: &Connection, session_id: &str, summary: &Summary) -> Result<(), StoreError> {
+    conn.execute(
+        "INSERT INTO summaries (session_id, version, text, through_seq, created_at)
+         VALUES (?1, (SELECT COALESCE(MAX(version), 0) + 1 FROM summaries WHERE session_id=?1), ?2, ?3, ?4)",
+        params![
+            session_id,
+            summary.text,
+            summary.through_seq,
+            summary.created_at.to_rfc3339()
+        ],
+    )?;
     Ok(())
 }
 

@@ -102,7 +102,7 @@ impl Transcriber for DeepgramStt {
             endpoint(&self.config.base_url, "v1/listen"),
             self.config.query(false)
         );
-        let wav = super::openai::wav_bytes(audio);
+        let wav = crate::audio::wav::encode_16k_mono(audio);
         let sender = Sender {
             provider: PROVIDER,
             retry: self.config.retry,

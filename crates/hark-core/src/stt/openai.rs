@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::Transcriber;
-use crate::audio::wav::f32_to_pcm16le;
+use crate::audio::wav::encode_16k_mono;
 use crate::provider::http::{self, Sender};
 use crate::provider::{endpoint, ErrorKind, ProviderConfig, ProviderError};
 
@@ -26,27 +26,6 @@ impl OpenAiStt {
     }
 }
 
-/// A 16-bit PCM WAV file of 16 kHz mono audio, in memory.
-pub fn wav_bytes(audio: &[f32]) -> Vec<u8> {
-    let data = f32_to_pcm16le(audio);
-    let mut out = Vec::with_capacity(44 + data.len());
-    let rate: u32 = 16_000;
-    out.extend_from_slice(b"RIFF");
-    out.extend_from_slice(&(36 + data.len() as u32).to_le_bytes());
-    out.extend_from_slice(b"WAVEfmt ");
-    out.extend_from_slice(&16u32.to_le_bytes());
-    out.extend_from_slice(&1u16.to_le_bytes()); // PCM
-    out.extend_from_slice(&1u16.to_le_bytes()); // mono
-    out.extend_from_slice(&rate.to_le_bytes());
-    out.extend_from_slice(&(rate * 2).to_le_bytes());
-    out.extend_from_slice(&2u16.to_le_bytes());
-    out.extend_from_slice(&16u16.to_le_bytes());
-    out.extend_from_slice(b"data");
-    out.extend_from_slice(&(data.len() as u32).to_le_bytes());
-    out.extend_from_slice(&data);
-    out
-}
-
 #[async_trait]
 impl Transcriber for OpenAiStt {
     fn name(&self) -> &'static str {
@@ -59,7 +38,7 @@ impl Transcriber for OpenAiStt {
             return Err(http::missing_key(PROVIDER));
         }
         let url = endpoint(&self.config.base_url, "audio/transcriptions");
-        let wav = wav_bytes(audio);
+        let wav = encode_16k_mono(audio);
         let sender = Sender {
             provider: PROVIDER,
             retry: self.config.retry,
@@ -92,16 +71,5 @@ impl Transcriber for OpenAiStt {
             .as_str()
             .map(|t| t.trim().to_string())
             .ok_or_else(|| ProviderError::new(PROVIDER, ErrorKind::InvalidResponse, "transcription without \"text\""))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn wav_bytes_is_a_valid_wav() {
-        let w = super::wav_bytes(&[0.0, 0.5, -0.5]);
-        let (s, rate) = crate::audio::wav::decode_wav_bytes(&w).unwrap();
-        assert_eq!(rate, 16_000);
-        assert_eq!(s.len(), 3);
     }
 }

@@ -183,7 +183,7 @@ mod tests {
 
     #[test]
     fn a_streamed_wav_header_gets_real_lengths() {
-        let mut w = crate::stt::openai::wav_bytes(&[0.1; 100]);
+        let mut w = crate::audio::wav::encode_16k_mono(&[0.1; 100]);
         w[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
         w[40..44].copy_from_slice(&u32::MAX.to_le_bytes());
         let fixed = fix_streamed_wav(&w).unwrap();
