@@ -30,10 +30,6 @@ pub struct Runtime {
     pub task: tokio::task::JoinHandle<ChatSession>,
 }
 
-fn key(kc: &Keychain, provider: &str) -> Option<String> {
-    kc.get(provider).ok().flatten().map(|(k, _)| k.expose().to_string())
-}
-
 /// The language model the settings describe.
 pub fn model(s: &AppSettings, kc: &Keychain) -> CmdResult<Box<dyn ChatModel>> {
     let mut c = ProviderConfig::new(s.llm_provider);
@@ -42,12 +38,12 @@ pub fn model(s: &AppSettings, kc: &Keychain) -> CmdResult<Box<dyn ChatModel>> {
     }
     c.model = s.llm_model.clone();
     c.max_tokens = s.max_tokens;
-    c.api_key = key(kc, s.llm_provider.as_str());
+    c.api_key = kc.value(s.llm_provider.as_str());
     Ok(c.build()?)
 }
 
 fn deepgram(s: &AppSettings, kc: &Keychain) -> DeepgramConfig {
-    let mut c = DeepgramConfig::new(key(kc, "deepgram"));
+    let mut c = DeepgramConfig::new(kc.value("deepgram"));
     if let Some(url) = s.deepgram_base_url.as_ref().filter(|u| !u.trim().is_empty()) {
         c.base_url = url.trim().to_string();
     }
@@ -59,7 +55,7 @@ fn openai_speech(s: &AppSettings, kc: &Keychain, model: &str) -> ProviderConfig 
     if let Some(url) = s.speech_base_url.as_ref().filter(|u| !u.trim().is_empty()) {
         c.base_url = url.trim().to_string();
     }
-    c.api_key = key(kc, "openai");
+    c.api_key = kc.value("openai");
     c.model = model.to_string();
     c
 }

@@ -61,21 +61,13 @@ pub struct TalkArgs {
     list_devices: bool,
 }
 
-fn key_for(provider: &str) -> Option<String> {
-    Keychain::default()
-        .get(provider)
-        .ok()
-        .flatten()
-        .map(|(k, _)| k.expose().to_string())
-}
-
 fn deepgram_config() -> DeepgramConfig {
-    DeepgramConfig::new(key_for("deepgram"))
+    DeepgramConfig::new(Keychain::default().value("deepgram"))
 }
 
 fn openai_speech_config(model: &str) -> ProviderConfig {
     let mut c = ProviderConfig::new(ProviderKind::OpenAi);
-    c.api_key = key_for("openai");
+    c.api_key = Keychain::default().value("openai");
     c.model = model.to_string();
     c
 }

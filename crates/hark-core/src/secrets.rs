@@ -111,6 +111,12 @@ impl Keychain {
         self.get_stored(provider).map(|k| k.map(|k| (k, KeySource::Keychain)))
     }
 
+    /// The key's value for building a provider client, or `None`. An unusable keychain counts
+    /// as no key: the provider then reports the missing key, with where keys come from.
+    pub fn value(&self, provider: &str) -> Option<String> {
+        self.get(provider).ok().flatten().map(|(k, _)| k.0)
+    }
+
     /// The key stored in the keychain only (ignores the environment).
     pub fn get_stored(&self, provider: &str) -> Result<Option<ApiKey>, SecretError> {
         match self.entry(provider)?.get_password() {

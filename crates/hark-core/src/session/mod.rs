@@ -106,13 +106,17 @@ impl ChatSession {
         meta.model = Some(model.model().to_string());
         store.create_session(&meta)?;
         let conv = Conversation::new(meta.id.clone(), model.model(), system_prompt, settings);
-        Ok(Self {
+        Ok(Self::assemble(conv, meta, store, model))
+    }
+
+    fn assemble(conv: Conversation, meta: SessionMeta, store: Arc<Store>, model: Box<dyn ChatModel>) -> Self {
+        Self {
             conv,
             meta,
             store,
             model: Arc::from(model),
             summaries: None,
-        })
+        }
     }
 
     /// Resumes a stored session with (possibly another) model.
@@ -123,13 +127,7 @@ impl ChatSession {
         meta.provider = Some(model.provider().to_string());
         meta.model = Some(model.model().to_string());
         store.update_session(&meta)?;
-        Ok(Self {
-            conv,
-            meta,
-            store,
-            model: Arc::from(model),
-            summaries: None,
-        })
+        Ok(Self::assemble(conv, meta, store, model))
     }
 
     pub fn id(&self) -> &str {
