@@ -8,12 +8,14 @@
 //! - `tokens`: token counting (exact BPE for OpenAI models, calibrated estimate otherwise).
 //! - `provider`: language-model providers (Anthropic Messages, OpenAI-compatible Chat
 //!   Completions), the SSE parser and the provider-independent error taxonomy.
-//! - `store`: SQLite persistence of sessions and messages; import and export.
+//! - `store`: SQLite persistence of sessions and messages; import and export; long-term
+//!   memory (facts, full-text search).
 //! - `secrets`: API keys in the OS keychain, with environment overrides.
 //! - `session`: running a turn end to end: record, request, stream, persist; the voice
 //!   turn loop with barge-in.
 //! - `audio`: capture (cpal), 16 kHz conversion (rubato), playback (rodio), WAV files.
 //! - `stt`: speech-to-text (Deepgram live and prerecorded, OpenAI, offline whisper.cpp).
+//! - `tools`: tools the model may call, and the built-in ones (time, memory, search).
 //! - `tts`: text-to-speech (Deepgram Aura-2, OpenAI, the operating system's voice).
 
 pub mod audio;
@@ -24,4 +26,5 @@ pub mod session;
 pub mod store;
 pub mod stt;
 pub mod tokens;
+pub mod tools;
 pub mod tts;

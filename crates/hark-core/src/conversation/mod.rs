@@ -25,7 +25,7 @@ pub use message::{
     Usage,
 };
 pub use panel::{totals, PanelView, Totals};
-pub use prompt::{merge_adjacent_users, Prompt, PromptMessage};
+pub use prompt::{merge_adjacent_users, Prompt, PromptMessage, ToolSpec};
 
 /// History settings (rule 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -133,7 +133,9 @@ pub struct Conversation {
     summarized_to: usize,
     /// Recalled long-term memory injected beside the system prompt (rule 12), if any.
     recall: Option<String>,
-    /// Cached cost of system + summary + recall + request framing.
+    /// Tools offered with each request; their definitions count in the fixed cost.
+    tools: Vec<ToolSpec>,
+    /// Cached cost of system + summary + recall + tool definitions + request framing.
     fixed_cost: u32,
     settings: HistorySettings,
     /// Model name, which decides the tokenizer and window.
@@ -168,6 +170,7 @@ impl Conversation {
             summary: None,
             summarized_to: 0,
             recall: None,
+            tools: Vec::new(),
             fixed_cost: 0,
             settings,
             model: model.to_string(),
@@ -346,6 +349,7 @@ impl Conversation {
             messages: merge_adjacent_users(messages),
             estimated_tokens: w.tokens,
             raw_tokens: raw,
+            tools: self.tools.clone(),
         })
     }
 
@@ -431,12 +435,14 @@ impl Conversation {
         let MessageKind::ToolResult(r) = &self.record[idx].kind else {
             return Err(HistoryError::UnknownToolCall(call_id.to_string()));
         };
-        if r.state != ToolState::InProgress {
+        if matches!(r.state, ToolState::Done | ToolState::Error) {
             return Ok(ToolResolution::AlreadySettled(idx));
         }
-        let moved_on = self.record[idx + 1..]
-            .iter()
-            .any(|m| matches!(m.kind, MessageKind::User { .. } | MessageKind::Note { .. }));
+        // A cancelled call (barge-in) is one the conversation has moved past by definition.
+        let moved_on = r.state == ToolState::Cancelled
+            || self.record[idx + 1..]
+                .iter()
+                .any(|m| matches!(m.kind, MessageKind::User { .. } | MessageKind::Note { .. }));
         if moved_on {
             let name = r.name.clone();
             let verdict = if state == ToolState::Error {
@@ -594,8 +600,20 @@ impl Conversation {
 
     /// Sets or clears the recalled memory text.
     pub fn set_recall(&mut self, recall: Option<String>) {
-        self.recall = recall;
+        if self.recall != recall {
+            self.recall = recall;
+            self.refresh_fixed_cost();
+        }
+    }
+
+    /// The tools offered with each request (rule 10); their definitions count in the budget.
+    pub fn set_tools(&mut self, tools: Vec<ToolSpec>) {
+        self.tools = tools;
         self.refresh_fixed_cost();
+    }
+
+    pub fn tools(&self) -> &[ToolSpec] {
+        &self.tools
     }
 
     /// Switches model (tokenizer and window) and reply budget; every cached count is redone.
@@ -662,7 +680,17 @@ impl Conversation {
 
     fn refresh_fixed_cost(&mut self) {
         let system = self.system_text();
+        let tools: u32 = self
+            .tools
+            .iter()
+            .map(|t| {
+                self.counter.count(&t.name)
+                    + self.counter.count(&t.description)
+                    + self.counter.count(&t.parameters.to_string())
+            })
+            .sum();
         self.fixed_cost = REQUEST_OVERHEAD
+            + tools
             + if system.is_empty() {
                 0
             } else {

@@ -16,6 +16,20 @@ pub struct Prompt {
     pub estimated_tokens: u32,
     /// The same estimate before calibration (what calibration learns from).
     pub raw_tokens: u32,
+    /// Tools offered to the model (none: the request carries no tool definitions).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolSpec>,
+}
+
+/// A tool offered to the model: providers send it as Anthropic `tools[]`
+/// (`name`, `description`, `input_schema`) or OpenAI `tools[].function`
+/// (`name`, `description`, `parameters`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub parameters: serde_json::Value,
 }
 
 /// One message of a [`Prompt`].

@@ -394,9 +394,20 @@ fn rule10_barge_in_cancels_running_calls_but_settled_results_are_final() {
     };
     assert_eq!(r.state, ToolState::Done, "a tool result is uninterruptible");
     assert_eq!(
-        c.resolve_tool_call("c2", ToolState::Done, "late").unwrap(),
-        ToolResolution::AlreadySettled(3)
+        c.resolve_tool_call("c1", ToolState::Done, "again").unwrap(),
+        ToolResolution::AlreadySettled(2),
+        "a settled result is final"
     );
+    // The cancelled call's tool still finished: its result is a late note; the cancelled
+    // placeholder stays as it is.
+    assert_eq!(
+        c.resolve_tool_call("c2", ToolState::Done, "late").unwrap(),
+        ToolResolution::LateNote(4)
+    );
+    let MessageKind::ToolResult(r) = &c.record()[3].kind else {
+        panic!()
+    };
+    assert_eq!(r.state, ToolState::Cancelled);
     assert!(matches!(
         c.resolve_tool_call("nope", ToolState::Done, ""),
         Err(HistoryError::UnknownToolCall(_))

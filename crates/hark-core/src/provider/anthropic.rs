@@ -42,6 +42,13 @@ pub fn request_body(config: &ProviderConfig, prompt: &Prompt) -> Value {
     if let Some(t) = config.temperature {
         body["temperature"] = json!(t);
     }
+    if !prompt.tools.is_empty() {
+        body["tools"] = prompt
+            .tools
+            .iter()
+            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
+            .collect();
+    }
     body
 }
 
@@ -321,6 +328,19 @@ mod tests {
                     ]}
                 ]
             })
+        );
+        let with_tools = Prompt {
+            tools: vec![crate::conversation::ToolSpec {
+                name: "get_weather".into(),
+                description: "Weather at a place.".into(),
+                parameters: json!({"type": "object", "properties": {"location": {"type": "string"}}}),
+            }],
+            ..prompt
+        };
+        assert_eq!(
+            request_body(&cfg, &with_tools)["tools"],
+            json!([{"name": "get_weather", "description": "Weather at a place.",
+                    "input_schema": {"type": "object", "properties": {"location": {"type": "string"}}}}])
         );
     }
 

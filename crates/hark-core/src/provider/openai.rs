@@ -54,6 +54,15 @@ pub fn request_body(config: &ProviderConfig, prompt: &Prompt) -> Value {
     if let Some(t) = config.temperature {
         body["temperature"] = json!(t);
     }
+    if !prompt.tools.is_empty() {
+        body["tools"] = prompt
+            .tools
+            .iter()
+            .map(|t| {
+                json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}})
+            })
+            .collect();
+    }
     body
 }
 
@@ -261,5 +270,18 @@ mod tests {
         );
         cfg.model = "gpt-5-mini".into();
         assert_eq!(request_body(&cfg, &prompt)["max_completion_tokens"], 1024);
+        let with_tools = Prompt {
+            tools: vec![crate::conversation::ToolSpec {
+                name: "get_weather".into(),
+                description: "Weather at a place.".into(),
+                parameters: json!({"type": "object", "properties": {}}),
+            }],
+            ..prompt
+        };
+        assert_eq!(
+            request_body(&cfg, &with_tools)["tools"],
+            json!([{"type": "function", "function": {"name": "get_weather", "description": "Weather at a place.",
+                    "parameters": {"type": "object", "properties": {}}}}])
+        );
     }
 }

@@ -8,12 +8,20 @@
 //! - `sentences`: the streaming sentence splitter.
 //! - `ptt`: push-to-talk decisions as pure functions.
 //! - `summary`: folding turns that leave the context into the running summary.
+//! - `recall`: what Hark remembers from earlier conversations, for one turn (rule 12).
+//!
+//! Tools (rule 10): when a reply calls tools, the call and its `in_progress` placeholders are
+//! committed, the tools run, each result replaces its placeholder in place, and the model is
+//! asked again (at most [`MAX_TOOL_ROUNDS`] times a turn). A barge-in while a tool runs marks
+//! the pending calls `cancelled`; a tool still finishes (a result is uninterruptible) and its
+//! late result is appended as a note before the next turn.
 //!
 //! Order of a turn: the user message is committed to SQLite before the request (rule 3), the
 //! reply is committed when it is final (complete, cut by an error, or cancelled). A crash
 //! mid-stream therefore loses only the reply still in flight.
 
 pub mod ptt;
+pub mod recall;
 pub mod sentences;
 pub mod summary;
 pub mod voice;
@@ -21,15 +29,24 @@ pub mod voice;
 use std::sync::Arc;
 use std::time::Instant;
 
+use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::conversation::{
-    AssistantMessage, Conversation, HistoryError, HistorySettings, Latency, Message, ReplyOutcome, SummaryJob,
-    ToolState, Usage,
+    AssistantMessage, Conversation, HistoryError, HistorySettings, Latency, Message, Prompt, ReplyOutcome, SummaryJob,
+    ToolCall, ToolResolution, ToolState, Usage,
 };
 use crate::provider::{ChatModel, Completion, ErrorKind, ProviderError};
 use crate::store::{SessionMeta, Store, StoreError, StoredSession, Summary};
+use crate::tools::{ToolContext, Toolbox};
+
+/// Model requests a turn may make that end in tool calls; the calls of the last one are
+/// answered with an error and the turn ends.
+pub const MAX_TOOL_ROUNDS: usize = 4;
+
+/// A tool's outcome: the call id, and its result text or error message.
+type ToolOutcome = (String, Result<String, String>);
 
 /// What happens during a turn, in order, for a UI or the CLI's `--json`.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,6 +55,15 @@ pub enum TurnEvent {
     UserRecorded(Box<Message>),
     /// A piece of the reply's text.
     Delta(String),
+    /// The model called a tool; it is running.
+    ToolStarted { call: ToolCall },
+    /// A tool call settled (done, error, or cancelled by a barge-in).
+    ToolFinished {
+        call_id: String,
+        name: String,
+        state: ToolState,
+        content: String,
+    },
 }
 
 /// Why a turn failed. In every case the user message stays recorded.
@@ -84,6 +110,14 @@ pub struct ChatSession {
     model: Arc<dyn ChatModel>,
     /// Background summarisation, when on (rule 11).
     summaries: Option<Summaries>,
+    /// Tools offered to the model (rule 10).
+    tools: Toolbox,
+    /// Long-term recall on (rule 12).
+    recall: bool,
+    /// Results of tools that were still running when a barge-in cancelled their calls.
+    late_tx: mpsc::UnboundedSender<ToolOutcome>,
+    late_rx: mpsc::UnboundedReceiver<ToolOutcome>,
+    late_pending: usize,
 }
 
 /// The background summary fold: at most one at a time; its result comes back on `done`.
@@ -110,12 +144,18 @@ impl ChatSession {
     }
 
     fn assemble(conv: Conversation, meta: SessionMeta, store: Arc<Store>, model: Box<dyn ChatModel>) -> Self {
+        let (late_tx, late_rx) = mpsc::unbounded_channel();
         Self {
             conv,
             meta,
             store,
             model: Arc::from(model),
             summaries: None,
+            tools: Toolbox::none(),
+            recall: false,
+            late_tx,
+            late_rx,
+            late_pending: 0,
         }
     }
 
@@ -155,9 +195,55 @@ impl ChatSession {
         });
     }
 
+    /// The tools offered to the model from the next request on (none by default).
+    pub fn set_tools(&mut self, tools: Toolbox) {
+        self.conv.set_tools(tools.specs());
+        self.tools = tools;
+    }
+
+    /// Turns long-term recall on or off (rule 12; off by default). When on, each turn
+    /// carries remembered facts and matching earlier messages beside the system prompt.
+    pub fn set_recall(&mut self, on: bool) {
+        self.recall = on;
+        if !on {
+            self.conv.set_recall(None);
+        }
+    }
+
+    /// The store this session writes to.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    /// Applies whatever finished in the background, never waiting: a summary fold, and
+    /// late results of cancelled tool calls (appended as notes). Returns whether the
+    /// context changed.
+    pub fn poll_background(&mut self) -> Result<bool, TurnError> {
+        let mut changed = false;
+        while let Ok((call_id, result)) = self.late_rx.try_recv() {
+            self.late_pending = self.late_pending.saturating_sub(1);
+            let (state, content) = match result {
+                Ok(c) => (ToolState::Done, c),
+                Err(e) => (ToolState::Error, e),
+            };
+            if let ToolResolution::LateNote(i) | ToolResolution::InPlace(i) =
+                self.conv.resolve_tool_call(&call_id, state, &content)?
+            {
+                self.save_at(i)?;
+                changed = true;
+            }
+        }
+        Ok(self.poll_summary()? || changed)
+    }
+
+    /// Whether background work (a summary fold, a cancelled tool) is still to come back.
+    pub fn background_running(&self) -> bool {
+        self.summary_running() || self.late_pending > 0
+    }
+
     /// Folds in a summary that has finished, if any; never waits. Returns whether one was
     /// applied (the context changed).
-    pub fn poll_summary(&mut self) -> Result<bool, StoreError> {
+    fn poll_summary(&mut self) -> Result<bool, StoreError> {
         let Some(s) = self.summaries.as_mut() else {
             return Ok(false);
         };
@@ -301,26 +387,67 @@ impl ChatSession {
         self.store.save_message(&self.meta.id, i, &self.conv.record()[i])
     }
 
-    /// Runs one text turn. Returns the recorded reply. On failure the user message is
-    /// recorded and so is whatever part of the reply arrived, marked with the failure.
+    /// Runs one text turn. Returns the recorded reply (the last model response of the
+    /// turn). On failure the user message is recorded and so is whatever part of the reply
+    /// arrived, marked with the failure.
     pub async fn send(
         &mut self,
         text: &str,
         cancel: &CancellationToken,
         mut on_event: impl FnMut(TurnEvent),
     ) -> Result<Message, TurnError> {
-        self.poll_summary()?;
+        self.poll_background()?;
         let user = self.conv.push_user(text)?.clone();
         self.save_last()?;
         on_event(TurnEvent::UserRecorded(Box::new(user)));
-        let prompt = self.conv.prompt()?;
+        if self.recall {
+            let from = self.conv.window().start;
+            let recalled = recall::recall_text(&self.store, &self.meta.id, from, text)?;
+            self.conv.set_recall(recalled);
+        }
+        let mut round = 1;
+        loop {
+            let prompt = self.conv.prompt()?;
+            let (reply, calls, error) = self.request(&prompt, cancel, &mut on_event).await;
+            let range = self.conv.push_assistant(reply);
+            for i in range.clone() {
+                self.save_at(i)?;
+            }
+            let reply_msg = self.conv.record()[range.start].clone();
+            if let Some(e) = error {
+                // A failed stream reports no tool calls: a half-streamed call never runs.
+                return Err(e.into());
+            }
+            if calls.is_empty() {
+                self.start_summary();
+                return Ok(reply_msg);
+            }
+            if round == MAX_TOOL_ROUNDS {
+                for call in &calls {
+                    self.settle(&call.id, ToolState::Error, "too many tool calls in one turn")?;
+                }
+                self.start_summary();
+                return Ok(reply_msg);
+            }
+            self.run_tools(&calls, cancel, &mut on_event).await?;
+            round += 1;
+        }
+    }
 
+    /// One model request: streams the reply, returns it ready to record, with its tool
+    /// calls and the error that ended it, if any.
+    async fn request(
+        &mut self,
+        prompt: &Prompt,
+        cancel: &CancellationToken,
+        on_event: &mut impl FnMut(TurnEvent),
+    ) -> (AssistantMessage, Vec<ToolCall>, Option<ProviderError>) {
         let (tx, mut rx) = mpsc::unbounded_channel::<String>();
         let started = Instant::now();
         let mut first_token = None;
         let mut partial = String::new();
         let result = {
-            let stream = self.model.stream(&prompt, &tx);
+            let stream = self.model.stream(prompt, &tx);
             tokio::pin!(stream);
             loop {
                 tokio::select! {
@@ -380,35 +507,89 @@ impl ChatSession {
             estimated_output_tokens: self.conv.counter().count(&completion.text),
         };
         let reply = AssistantMessage {
-            generated: completion.text.clone(),
+            generated: completion.text,
+            tool_calls: completion.tool_calls.clone(),
             outcome,
-            model: Some(
-                completion
-                    .model
-                    .clone()
-                    .unwrap_or_else(|| self.model.model().to_string()),
-            ),
+            model: Some(completion.model.unwrap_or_else(|| self.model.model().to_string())),
             usage: Some(usage),
             latency: Some(latency),
             ..Default::default()
         };
-        let range = self.conv.push_assistant(reply);
-        // No tools are offered to the model yet, so a call can only name a tool that does not
-        // exist: answer it with an error, keeping every call answered.
-        for call in &completion.tool_calls {
-            self.conv
-                .resolve_tool_call(&call.id, ToolState::Error, "no such tool is available")?;
+        (reply, completion.tool_calls, error)
+    }
+
+    /// Runs a reply's tool calls concurrently; each result replaces its placeholder as it
+    /// arrives. A cancel (barge-in) marks the calls still running `cancelled` and returns
+    /// at once; their results come back later as notes (see [`Self::poll_background`]).
+    async fn run_tools(
+        &mut self,
+        calls: &[ToolCall],
+        cancel: &CancellationToken,
+        on_event: &mut impl FnMut(TurnEvent),
+    ) -> Result<(), TurnError> {
+        let ctx = ToolContext {
+            store: self.store.clone(),
+            session_id: self.meta.id.clone(),
+            context_from: self.conv.window().start,
+        };
+        let mut running: FuturesUnordered<_> = calls
+            .iter()
+            .map(|call| {
+                on_event(TurnEvent::ToolStarted { call: call.clone() });
+                let (tools, ctx, call) = (self.tools.clone(), ctx.clone(), call.clone());
+                // Its own task: a tool keeps running to the end even if the turn is cancelled.
+                let task = tokio::spawn(async move { tools.run(&call.name, &call.arguments, &ctx).await });
+                let id = call.id;
+                async move {
+                    let result = task.await.unwrap_or_else(|e| Err(format!("the tool failed: {e}")));
+                    (id, result)
+                }
+            })
+            .collect();
+        while !running.is_empty() {
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => {
+                    for i in self.conv.cancel_pending_tool_calls() {
+                        self.save_at(i)?;
+                        if let crate::conversation::MessageKind::ToolResult(r) = &self.conv.record()[i].kind {
+                            on_event(TurnEvent::ToolFinished {
+                                call_id: r.call_id.clone(),
+                                name: r.name.clone(),
+                                state: ToolState::Cancelled,
+                                content: String::new(),
+                            });
+                        }
+                    }
+                    self.late_pending += running.len();
+                    let late = self.late_tx.clone();
+                    tokio::spawn(async move {
+                        while let Some(outcome) = running.next().await {
+                            let _ = late.send(outcome);
+                        }
+                    });
+                    return Err(ProviderError::new(self.model.provider(), ErrorKind::Cancelled, "the turn was cancelled").into());
+                }
+                Some((id, result)) = running.next() => {
+                    let (state, content) = match result {
+                        Ok(c) => (ToolState::Done, c),
+                        Err(e) => (ToolState::Error, e),
+                    };
+                    let name = calls.iter().find(|c| c.id == id).map(|c| c.name.clone()).unwrap_or_default();
+                    self.settle(&id, state, &content)?;
+                    on_event(TurnEvent::ToolFinished { call_id: id, name, state, content });
+                }
+            }
         }
-        for i in range.clone() {
-            self.save_at(i)?;
+        Ok(())
+    }
+
+    /// Records a tool call's result (in place, or as a late note) and commits it.
+    fn settle(&mut self, call_id: &str, state: ToolState, content: &str) -> Result<(), TurnError> {
+        match self.conv.resolve_tool_call(call_id, state, content)? {
+            ToolResolution::InPlace(i) | ToolResolution::LateNote(i) => self.save_at(i)?,
+            ToolResolution::AlreadySettled(_) => {}
         }
-        let reply_msg = self.conv.record()[range.start].clone();
-        if error.is_none() {
-            self.start_summary();
-        }
-        match error {
-            Some(e) => Err(e.into()),
-            None => Ok(reply_msg),
-        }
+        Ok(())
     }
 }

@@ -73,6 +73,15 @@ pub enum VoiceEvent {
         text: String,
     },
     SpeakingStarted,
+    /// The model called a tool, which is running ("checking the time…").
+    ToolStarted {
+        name: String,
+    },
+    /// A tool call settled: `state` is "done", "error" or "cancelled".
+    ToolFinished {
+        name: String,
+        state: String,
+    },
     /// Barge-in: what was heard of the reply and what had been generated.
     ReplyInterrupted {
         heard: String,
@@ -229,11 +238,28 @@ pub async fn respond(
     };
     let sent = chat
         .send(&utterance.transcript, barge_in, |e| {
-            if let TurnEvent::Delta(d) = e {
-                for s in splitter.push(&d) {
-                    queue(s);
+            match e {
+                TurnEvent::Delta(d) => {
+                    for s in splitter.push(&d) {
+                        queue(s);
+                    }
+                    let _ = events.send(VoiceEvent::ReplyDelta { text: d });
                 }
-                let _ = events.send(VoiceEvent::ReplyDelta { text: d });
+                TurnEvent::ToolStarted { call } => {
+                    // What was said before the call is spoken while the tool runs.
+                    if let Some(rest) = splitter.finish() {
+                        queue(rest);
+                    }
+                    let _ = events.send(VoiceEvent::ToolStarted { name: call.name });
+                }
+                TurnEvent::ToolFinished { name, state, .. } => {
+                    let state = serde_json::to_value(state)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default();
+                    let _ = events.send(VoiceEvent::ToolFinished { name, state });
+                }
+                TurnEvent::UserRecorded(_) => {}
             }
         })
         .await;
@@ -279,9 +305,10 @@ pub async fn respond(
         return Err(e);
     }
 
-    // This turn's reply (recorded by `send`, complete or cut).
+    // This turn's reply (recorded by `send`, complete or cut): its last model response.
     let reply = chat.conversation().record()[record_len..]
         .iter()
+        .rev()
         .find(|m| matches!(m.kind, MessageKind::Assistant(_)))
         .cloned()
         .ok_or_else(|| ProviderError::new("voice", ErrorKind::InvalidResponse, "the turn recorded no reply"))?;
@@ -493,15 +520,15 @@ async fn actor(
                     }
                 }
             }
-            _ = summary_tick.tick(), if chat.as_ref().is_some_and(|c| c.summary_running()) => {
+            _ = summary_tick.tick(), if chat.as_ref().is_some_and(|c| c.background_running()) => {
                 if let Some(c) = chat.as_mut() {
-                    match c.poll_summary() {
+                    match c.poll_background() {
                         Ok(true) => {
                             let _ = events.send(VoiceEvent::context(c));
                         }
                         Ok(false) => {}
                         Err(e) => {
-                            let _ = events.send(VoiceEvent::failed(&e.into()));
+                            let _ = events.send(VoiceEvent::failed(&e));
                         }
                     }
                 }

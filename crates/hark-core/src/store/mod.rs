@@ -4,12 +4,15 @@
 //! - this file: [`Store`], schema and migrations, session and message reads and writes.
 //! - `export`: the versioned JSON export of a whole record, and Markdown.
 //! - `import`: Hark exports, Deepgram `agent.context.messages`, OpenAI/Anthropic arrays.
+//! - `memory`: long-term memory (rule 12): remembered facts and full-text search (FTS5) over
+//!   every session's messages.
 //!
 //! Each message is written in its own transaction the moment it is final, so a crash
 //! (even `kill -9`) loses at most the reply that was still streaming.
 
 pub mod export;
 pub mod import;
+pub mod memory;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -21,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use crate::conversation::{Conversation, HistorySettings, Message};
 
 /// The schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
@@ -53,6 +56,29 @@ CREATE TABLE IF NOT EXISTS summaries (
     created_at TEXT NOT NULL,
     PRIMARY KEY (session_id, version)
 );
+-- Schema 2: long-term memory (rule 12).
+CREATE TABLE IF NOT EXISTS facts (
+    id         TEXT PRIMARY KEY,
+    text       TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    session_id TEXT
+);
+-- Full-text index of every message's text. It keeps its own copy of the key (session_id,
+-- seq): search results never depend on `messages.rowid`, which VACUUM may renumber.
+CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(
+    text, session_id UNINDEXED, seq UNINDEXED, tokenize = 'porter unicode61'
+);
+CREATE TRIGGER IF NOT EXISTS messages_fts_insert AFTER INSERT ON messages BEGIN
+    INSERT INTO messages_fts (rowid, text, session_id, seq) VALUES (new.rowid, new.text, new.session_id, new.seq);
+END;
+CREATE TRIGGER IF NOT EXISTS messages_fts_delete AFTER DELETE ON messages BEGIN
+    DELETE FROM messages_fts WHERE rowid = old.rowid;
+END;
+CREATE TRIGGER IF NOT EXISTS messages_fts_update AFTER UPDATE OF text ON messages BEGIN
+    DELETE FROM messages_fts WHERE rowid = old.rowid;
+    INSERT INTO messages_fts (rowid, text, session_id, seq) VALUES (new.rowid, new.text, new.session_id, new.seq);
+END;
 ";
 
 /// Storage failures, each naming what could not be done.
@@ -202,6 +228,13 @@ impl Store {
             });
         }
         conn.execute_batch(SCHEMA).map_err(open_err)?;
+        if version == 1 {
+            // Schema 1 had no full-text index: index what is already recorded.
+            conn.execute_batch(
+                "INSERT INTO messages_fts (rowid, text, session_id, seq) SELECT rowid, text, session_id, seq FROM messages",
+            )
+            .map_err(open_err)?;
+        }
         conn.pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(open_err)?;
         Ok(Self {

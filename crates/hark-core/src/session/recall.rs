@@ -1,0 +1,54 @@
+//! Long-term recall (rule 12): what Hark remembers from earlier conversations, put beside
+//! the system prompt for one turn. The context list is never touched.
+
+use crate::store::memory::{Exclude, Fact, SearchHit};
+use crate::store::{Store, StoreError};
+
+/// Facts included at most (the newest), so a long memory cannot crowd out the context.
+pub const MAX_FACTS: usize = 50;
+/// Earlier messages included at most per turn.
+pub const MAX_HITS: usize = 3;
+/// A recalled message is cut to this many characters.
+const MAX_HIT_CHARS: usize = 300;
+
+/// The recall text for a turn: every remembered fact, then the earlier messages (other
+/// sessions, and turns of this session that have left the context) that best match what
+/// the user just said. `None` when there is nothing to recall.
+pub fn recall_text(
+    store: &Store,
+    session_id: &str,
+    context_from: usize,
+    utterance: &str,
+) -> Result<Option<String>, StoreError> {
+    let facts = store.facts()?;
+    let hits = store.search_messages(
+        utterance,
+        Some(Exclude {
+            session_id,
+            from_seq: context_from,
+        }),
+        MAX_HITS,
+    )?;
+    Ok(format(&facts, &hits))
+}
+
+fn format(facts: &[Fact], hits: &[SearchHit]) -> Option<String> {
+    let mut lines = Vec::new();
+    let skip = facts.len().saturating_sub(MAX_FACTS);
+    for f in &facts[skip..] {
+        lines.push(format!("- {}", f.text));
+    }
+    for h in hits {
+        let who = if h.kind == "user" { "the user said" } else { "you said" };
+        let mut text: String = h.text.chars().take(MAX_HIT_CHARS).collect();
+        if text.len() < h.text.len() {
+            text.push('…');
+        }
+        lines.push(format!(
+            "- On {} {who}: \"{}\"",
+            h.created_at.format("%Y-%m-%d"),
+            text.replace('\n', " ")
+        ));
+    }
+    (!lines.is_empty()).then(|| lines.join("\n"))
+}

@@ -1,0 +1,395 @@
+//! Long-term memory in the store (rule 12): facts the user asked Hark to remember, and
+//! full-text search (SQLite FTS5) over the messages of every session.
+
+use chrono::{DateTime, Utc};
+use rusqlite::{params, OptionalExtension};
+use serde::{Deserialize, Serialize};
+
+use super::{parse_time, Store, StoreError};
+
+/// A fact the user asked Hark to remember ("remember that I take my tea without sugar").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fact {
+    pub id: String,
+    pub text: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    /// The session in which it was remembered, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+}
+
+/// A message found by full-text search.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchHit {
+    pub session_id: String,
+    pub session_title: Option<String>,
+    /// Record index of the message in its session.
+    pub seq: i64,
+    /// "user" or "assistant".
+    pub kind: String,
+    pub text: String,
+    pub created_at: DateTime<Utc>,
+}
+
+/// Where a search must not look: the part of a session the model already sees.
+#[derive(Debug, Clone, Copy)]
+pub struct Exclude<'a> {
+    pub session_id: &'a str,
+    /// Messages at or after this record index are left out.
+    pub from_seq: usize,
+}
+
+/// Longest fact accepted, in characters: a fact is a sentence, not a document.
+pub const MAX_FACT_CHARS: usize = 500;
+
+/// Errors of memory edits, each naming the problem.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MemoryError {
+    #[error("a fact cannot be empty")]
+    EmptyFact,
+    #[error("a fact is at most {MAX_FACT_CHARS} characters (this one has {0})")]
+    FactTooLong(usize),
+    #[error("no remembered fact {0:?}")]
+    NoFact(String),
+    #[error("fact id {0:?} matches several facts; give more characters")]
+    AmbiguousFact(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<rusqlite::Error> for MemoryError {
+    fn from(e: rusqlite::Error) -> Self {
+        MemoryError::Store(StoreError::Sql(e))
+    }
+}
+
+fn check_fact(text: &str) -> Result<String, MemoryError> {
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if text.is_empty() {
+        return Err(MemoryError::EmptyFact);
+    }
+    let n = text.chars().count();
+    if n > MAX_FACT_CHARS {
+        return Err(MemoryError::FactTooLong(n));
+    }
+    Ok(text)
+}
+
+impl Store {
+    /// Remembers a fact. The same text remembered twice is kept once (the existing fact is
+    /// returned).
+    pub fn add_fact(&self, text: &str, session_id: Option<&str>) -> Result<Fact, MemoryError> {
+        let text = check_fact(text)?;
+        let conn = self.lock();
+        let existing = conn
+            .query_row(
+                "SELECT id, text, created_at, updated_at, session_id FROM facts WHERE lower(text) = lower(?1)",
+                params![text],
+                fact_row,
+            )
+            .optional()?;
+        if let Some(f) = existing {
+            return Ok(f);
+        }
+        let now = Utc::now();
+        let fact = Fact {
+            id: crate::conversation::new_id(),
+            text,
+            created_at: now,
+            updated_at: now,
+            session_id: session_id.map(str::to_string),
+        };
+        conn.execute(
+            "INSERT INTO facts (id, text, created_at, updated_at, session_id) VALUES (?1, ?2, ?3, ?3, ?4)",
+            params![fact.id, fact.text, now.to_rfc3339(), fact.session_id],
+        )?;
+        Ok(fact)
+    }
+
+    /// Every remembered fact, oldest first.
+    pub fn facts(&self) -> Result<Vec<Fact>, StoreError> {
+        let conn = self.lock();
+        let mut stmt =
+            conn.prepare("SELECT id, text, created_at, updated_at, session_id FROM facts ORDER BY created_at, id")?;
+        let rows = stmt.query_map([], fact_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Finds a fact by its id or a unique prefix of it.
+    pub fn resolve_fact(&self, id_or_prefix: &str) -> Result<String, MemoryError> {
+        let ids: Vec<String> = {
+            let conn = self.lock();
+            let mut stmt =
+                conn.prepare("SELECT id FROM facts WHERE id = ?1 OR substr(id, 1, length(?1)) = ?1 LIMIT 2")?;
+            let rows = stmt.query_map(params![id_or_prefix], |r| r.get(0))?;
+            rows.collect::<Result<_, _>>()?
+        };
+        if id_or_prefix.is_empty() || ids.is_empty() {
+            return Err(MemoryError::NoFact(id_or_prefix.to_string()));
+        }
+        if ids.iter().any(|i| i == id_or_prefix) {
+            return Ok(id_or_prefix.to_string());
+        }
+        match ids.len() {
+            1 => Ok(ids.into_iter().next().unwrap_or_default()),
+            _ => Err(MemoryError::AmbiguousFact(id_or_prefix.to_string())),
+        }
+    }
+
+    /// Rewrites a fact (id or unique prefix).
+    pub fn update_fact(&self, id: &str, text: &str) -> Result<Fact, MemoryError> {
+        let text = check_fact(text)?;
+        let id = self.resolve_fact(id)?;
+        let conn = self.lock();
+        conn.execute(
+            "UPDATE facts SET text = ?2, updated_at = ?3 WHERE id = ?1",
+            params![id, text, Utc::now().to_rfc3339()],
+        )?;
+        Ok(conn.query_row(
+            "SELECT id, text, created_at, updated_at, session_id FROM facts WHERE id = ?1",
+            params![id],
+            fact_row,
+        )?)
+    }
+
+    /// Forgets a fact (id or unique prefix). Returns what was forgotten.
+    pub fn delete_fact(&self, id: &str) -> Result<Fact, MemoryError> {
+        let id = self.resolve_fact(id)?;
+        let conn = self.lock();
+        let fact = conn.query_row(
+            "SELECT id, text, created_at, updated_at, session_id FROM facts WHERE id = ?1",
+            params![id],
+            fact_row,
+        )?;
+        conn.execute("DELETE FROM facts WHERE id = ?1", params![id])?;
+        Ok(fact)
+    }
+
+    /// Forgets every fact whose text contains `words` (case-insensitive), for "forget that I
+    /// like tea". Returns what was forgotten.
+    pub fn forget_matching(&self, words: &str) -> Result<Vec<Fact>, StoreError> {
+        let needle = words.trim().to_lowercase();
+        if needle.is_empty() {
+            return Ok(Vec::new());
+        }
+        let gone: Vec<Fact> = self
+            .facts()?
+            .into_iter()
+            .filter(|f| {
+                let t = f.text.to_lowercase();
+                t.contains(&needle) || needle.contains(&t)
+            })
+            .collect();
+        let conn = self.lock();
+        for f in &gone {
+            conn.execute("DELETE FROM facts WHERE id = ?1", params![f.id])?;
+        }
+        Ok(gone)
+    }
+
+    /// Full-text search over user and assistant messages of every session, best matches
+    /// first. `query` is free text: its words are matched with OR (stemmed), so a question
+    /// finds the statement that answers it. An empty or all-stopword query finds nothing.
+    pub fn search_messages(
+        &self,
+        query: &str,
+        exclude: Option<Exclude<'_>>,
+        limit: usize,
+    ) -> Result<Vec<SearchHit>, StoreError> {
+        let Some(expr) = match_expression(query) else {
+            return Ok(Vec::new());
+        };
+        let (ex_session, ex_from) = exclude
+            .map(|e| (e.session_id.to_string(), e.from_seq as i64))
+            .unwrap_or_default();
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(
+            "SELECT f.session_id, s.title, f.seq, m.kind, m.text, m.created_at
+             FROM messages_fts f
+             JOIN messages m ON m.session_id = f.session_id AND m.seq = f.seq
+             JOIN sessions s ON s.id = f.session_id
+             WHERE messages_fts MATCH ?1
+               AND m.kind IN ('user', 'assistant')
+               AND NOT (f.session_id = ?2 AND f.seq >= ?3)
+             ORDER BY bm25(messages_fts), f.seq DESC
+             LIMIT ?4",
+        )?;
+        let rows = stmt.query_map(params![expr, ex_session, ex_from, limit as i64], |r| {
+            Ok(SearchHit {
+                session_id: r.get(0)?,
+                session_title: r.get(1)?,
+                seq: r.get(2)?,
+                kind: r.get(3)?,
+                text: r.get(4)?,
+                created_at: parse_time(&r.get::<_, String>(5)?),
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+}
+
+fn fact_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Fact> {
+    Ok(Fact {
+        id: r.get(0)?,
+        text: r.get(1)?,
+        created_at: parse_time(&r.get::<_, String>(2)?),
+        updated_at: parse_time(&r.get::<_, String>(3)?),
+        session_id: r.get(4)?,
+    })
+}
+
+/// Words that carry no topic: left out of searches so "what's my name" looks for "name".
+const STOPWORDS: &[&str] = &[
+    "a", "about", "am", "an", "and", "any", "are", "as", "at", "be", "but", "by", "can", "could", "did", "do", "does",
+    "for", "from", "had", "has", "have", "he", "her", "hers", "him", "his", "how", "i", "if", "in", "is", "it", "its",
+    "just", "know", "me", "mine", "my", "no", "not", "of", "on", "or", "our", "please", "remember", "she", "so",
+    "tell", "that", "the", "their", "them", "then", "there", "they", "this", "to", "us", "was", "we", "were", "what",
+    "whats", "when", "where", "which", "who", "why", "will", "with", "would", "you", "your",
+];
+
+/// The FTS5 MATCH expression for free text: each remaining word quoted (so no word can be
+/// read as FTS syntax), joined with OR. `None` when no word is left.
+pub fn match_expression(query: &str) -> Option<String> {
+    let mut words: Vec<String> = Vec::new();
+    for raw in query.split(|c: char| !c.is_alphanumeric() && c != '\'') {
+        let w = raw.trim_matches('\'').to_lowercase();
+        let w = w.strip_suffix("'s").unwrap_or(&w).replace('\'', "");
+        if w.chars().count() < 2 || STOPWORDS.contains(&w.as_str()) || words.contains(&w) {
+            continue;
+        }
+        words.push(w);
+    }
+    (!words.is_empty()).then(|| {
+        words
+            .iter()
+            .map(|w| format!("\"{w}\""))
+            .collect::<Vec<_>>()
+            .join(" OR ")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conversation::{HistorySettings, Message, MessageKind};
+    use crate::store::SessionMeta;
+
+    fn said(store: &Store, session: &str, seq: usize, kind: MessageKind) {
+        store.save_message(session, seq, &Message::new(kind)).unwrap();
+    }
+
+    fn user(text: &str) -> MessageKind {
+        MessageKind::User { text: text.into() }
+    }
+
+    #[test]
+    fn a_question_finds_the_statement_in_an_earlier_session_but_not_the_current_context() {
+        let store = Store::open_in_memory().unwrap();
+        for id in ["s1", "s2"] {
+            store
+                .create_session(&SessionMeta::new(id, "", HistorySettings::default()))
+                .unwrap();
+        }
+        said(&store, "s1", 0, user("My name is Sam and I live in Paris."));
+        said(&store, "s1", 1, user("I like green tea."));
+        said(&store, "s2", 0, user("What's my name?"));
+
+        let hits = store
+            .search_messages(
+                "What's my name?",
+                Some(Exclude {
+                    session_id: "s2",
+                    from_seq: 0,
+                }),
+                5,
+            )
+            .unwrap();
+        assert_eq!(hits.len(), 1, "{hits:?}");
+        assert_eq!(hits[0].session_id, "s1");
+        assert_eq!(hits[0].text, "My name is Sam and I live in Paris.");
+        // Stemming: "lives" finds "live".
+        assert_eq!(store.search_messages("who lives in Paris", None, 5).unwrap().len(), 1);
+        assert!(store.search_messages("what is it", None, 5).unwrap().is_empty());
+        // FTS syntax in the query is just text.
+        assert!(store.search_messages("name\" OR NEAR(", None, 5).is_ok());
+    }
+
+    #[test]
+    fn the_index_follows_edits_and_deletes() {
+        let store = Store::open_in_memory().unwrap();
+        store
+            .create_session(&SessionMeta::new("s1", "", HistorySettings::default()))
+            .unwrap();
+        said(&store, "s1", 0, user("I own a kayak."));
+        said(&store, "s1", 0, user("I own a canoe."));
+        assert!(store.search_messages("kayak", None, 5).unwrap().is_empty());
+        assert_eq!(store.search_messages("canoe", None, 5).unwrap().len(), 1);
+        store.delete_session("s1").unwrap();
+        assert!(store.search_messages("canoe", None, 5).unwrap().is_empty());
+    }
+
+    #[test]
+    fn facts_are_added_once_edited_and_forgotten_by_id_prefix_or_words() {
+        let store = Store::open_in_memory().unwrap();
+        let a = store.add_fact("  The user's name is   Sam. ", None).unwrap();
+        assert_eq!(a.text, "The user's name is Sam.");
+        assert_eq!(store.add_fact("the user's name is sam.", None).unwrap().id, a.id);
+        store.add_fact("The user likes green tea.", Some("s1")).unwrap();
+        assert_eq!(store.facts().unwrap().len(), 2);
+
+        // Ids made in the same millisecond share a long prefix: a short one is ambiguous.
+        assert!(matches!(
+            store.update_fact(&a.id[..8], "x"),
+            Err(MemoryError::AmbiguousFact(_))
+        ));
+        let edited = store.update_fact(&a.id, "The user's name is Samantha.").unwrap();
+        assert_eq!(edited.id, a.id);
+        assert!(matches!(store.add_fact(" ", None), Err(MemoryError::EmptyFact)));
+        assert!(matches!(
+            store.add_fact(&"x".repeat(MAX_FACT_CHARS + 1), None),
+            Err(MemoryError::FactTooLong(_))
+        ));
+        assert!(matches!(store.delete_fact("nope"), Err(MemoryError::NoFact(_))));
+
+        let gone = store.forget_matching("green tea").unwrap();
+        assert_eq!(gone.len(), 1);
+        assert_eq!(store.delete_fact(&a.id).unwrap().text, "The user's name is Samantha.");
+        assert!(store.facts().unwrap().is_empty());
+    }
+
+    #[test]
+    fn match_expression_quotes_topic_words() {
+        assert_eq!(match_expression("What's my name?").as_deref(), Some("\"name\""));
+        assert_eq!(
+            match_expression("Where do I keep the kayak's paddle?").as_deref(),
+            Some("\"keep\" OR \"kayak\" OR \"paddle\"")
+        );
+        assert_eq!(match_expression("what is it"), None);
+    }
+
+    #[test]
+    fn a_schema_1_database_is_indexed_when_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        {
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE sessions (id TEXT PRIMARY KEY, title TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
+                     system_prompt TEXT NOT NULL DEFAULT '', settings TEXT NOT NULL DEFAULT '{}', provider TEXT, model TEXT);
+                 CREATE TABLE messages (session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE, seq INTEGER NOT NULL,
+                     id TEXT NOT NULL, kind TEXT NOT NULL, text TEXT NOT NULL, created_at TEXT NOT NULL, body TEXT NOT NULL,
+                     PRIMARY KEY (session_id, seq), UNIQUE (session_id, id));
+                 INSERT INTO sessions VALUES ('old', NULL, '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z', '', '{}', NULL, NULL);
+                 INSERT INTO messages VALUES ('old', 0, 'm0', 'user', 'My name is Sam.', '2026-01-01T00:00:00Z', '{}');
+                 PRAGMA user_version = 1;",
+            )
+            .unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        let hits = store.search_messages("What's my name?", None, 5).unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].session_id, "old");
+    }
+}
