@@ -6,7 +6,9 @@
 //!   usage events, error bodies and status codes), validates requests the way the real APIs
 //!   do (key, version header, role alternation), records every request, and answers like a
 //!   tiny model with a memory: "My name is Sam" ... "What's my name?" → "Your name is Sam."
-//!   only if the earlier turn was actually sent.
+//!   only if the earlier turn was actually sent. When the request offers tools it calls
+//!   them as a model would ("remember that ..." → `remember_fact`, "what time is it" →
+//!   `get_current_time`) and answers from the tool result that comes back.
 //! - [`Behaviour`]: scripted failures for the next requests (status errors, cuts, stalls).
 //! - `speech::FakeSpeech`: Deepgram (`/v1/listen` over HTTP and WebSocket, `/v1/speak`)
 //!   and OpenAI (`/v1/audio/transcriptions`, `/v1/audio/speech`) speech endpoints.
@@ -51,6 +53,8 @@ pub enum Behaviour {
     ErrorEventAfter(usize),
     /// A 200 whose event data is not JSON.
     Garbage,
+    /// Stream a call of this tool with these arguments (a JSON text) instead of text.
+    CallTool { name: String, arguments: String },
 }
 
 /// One request as received.
@@ -71,6 +75,11 @@ impl Recorded {
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
+    }
+
+    /// The body as text.
+    pub fn raw_text(&self) -> String {
+        String::from_utf8_lossy(&self.raw).to_string()
     }
 
     /// The conversation messages as (role, text) pairs, system excluded, for either flavor.
@@ -268,6 +277,69 @@ pub fn answer(messages: &[(String, String)], system: Option<&str>) -> String {
     format!("You said: {last}")
 }
 
+/// The tool the memory model calls for an utterance, if it is offered.
+fn choose_tool(utterance: &str, offered: &dyn Fn(&str) -> bool) -> Option<(String, String)> {
+    let lower = utterance.to_lowercase();
+    let after = |prefix: &str| -> Option<String> {
+        let i = lower.find(prefix)?;
+        let rest = utterance[i + prefix.len()..].trim().trim_end_matches(['.', '!']);
+        (!rest.is_empty()).then(|| rest.to_string())
+    };
+    if lower.contains("what time is it") && offered("get_current_time") {
+        return Some(("get_current_time".into(), "{}".into()));
+    }
+    if offered("forget_fact") {
+        if let Some(fact) = after("forget that ") {
+            return Some(("forget_fact".into(), json!({ "fact": fact }).to_string()));
+        }
+    }
+    if offered("remember_fact") {
+        if let Some(fact) = after("remember that ") {
+            return Some(("remember_fact".into(), json!({ "fact": fact }).to_string()));
+        }
+    }
+    None
+}
+
+/// The content of the newest tool result when the request ends with tool results (the
+/// model is being asked to go on after its calls).
+fn last_tool_result(flavor: Flavor, body: &Value) -> Option<String> {
+    let last = body["messages"].as_array()?.last()?;
+    match flavor {
+        Flavor::OpenAi => (last["role"] == "tool").then(|| text_of(&last["content"])),
+        Flavor::Anthropic => {
+            let blocks = last["content"].as_array()?;
+            let results: Vec<&Value> = blocks.iter().filter(|b| b["type"] == "tool_result").collect();
+            // Tool results, possibly followed by a late note: nothing the user said.
+            let user_text = blocks
+                .iter()
+                .any(|b| b["type"] == "text" && !b["text"].as_str().unwrap_or_default().starts_with("[note]"));
+            if user_text {
+                return None;
+            }
+            results.last().map(|r| text_of(&r["content"]))
+        }
+    }
+}
+
+/// A pseudo-random id suffix.
+fn rand_id() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(1);
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or_default();
+    t ^ N.fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed)
+}
+
+/// Splits a JSON text into three pieces, as providers stream tool arguments.
+fn split_json(arguments: &str) -> Vec<String> {
+    let chars: Vec<char> = arguments.chars().collect();
+    let n = chars.len().div_ceil(3).max(1);
+    chars.chunks(n).map(|c| c.iter().collect()).collect()
+}
+
 /// Splits a reply into streaming deltas (word by word, spaces kept).
 fn deltas(text: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -416,6 +488,42 @@ fn validate(flavor: Flavor, key: Option<&str>, r: &Recorded) -> Result<(), (u16,
                     "messages: Unexpected role \"system\"; use the top-level system parameter".into(),
                 ));
             }
+            // Every tool_use is answered by a tool_result in the very next message, and every
+            // tool_result answers a tool_use of the message before it.
+            let ids = |m: Option<&Value>, kind: &str, key: &str| -> Vec<String> {
+                m.and_then(|m| m["content"].as_array())
+                    .into_iter()
+                    .flatten()
+                    .filter(|b| b["type"] == kind)
+                    .filter_map(|b| b[key].as_str().map(str::to_string))
+                    .collect()
+            };
+            for (i, m) in msgs.iter().enumerate() {
+                let uses = ids(Some(m), "tool_use", "id");
+                let answered = ids(msgs.get(i + 1), "tool_result", "tool_use_id");
+                let missing: Vec<&String> = uses.iter().filter(|u| !answered.contains(u)).collect();
+                if !missing.is_empty() {
+                    return Err((400, "invalid_request_error", format!("messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.", missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "))));
+                }
+                let previous = if i == 0 {
+                    Vec::new()
+                } else {
+                    ids(msgs.get(i - 1), "tool_use", "id")
+                };
+                if let Some(stray) = ids(Some(m), "tool_result", "tool_use_id")
+                    .into_iter()
+                    .find(|r| !previous.contains(r))
+                {
+                    return Err((400, "invalid_request_error", format!("messages.{i}: unexpected `tool_use_id` found in `tool_result` blocks: {stray}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.")));
+                }
+            }
+            if !msgs.iter().all(|m| ids(Some(m), "tool_use", "id").is_empty()) && !r.body["tools"].is_array() {
+                return Err((
+                    400,
+                    "invalid_request_error",
+                    "Requests which include `tool_use` or `tool_result` blocks must define tools.".into(),
+                ));
+            }
         }
         Flavor::OpenAi => {
             if let Some(k) = key {
@@ -429,6 +537,36 @@ fn validate(flavor: Flavor, key: Option<&str>, r: &Recorded) -> Result<(), (u16,
                     "invalid_request_error",
                     "this server expects stream_options.include_usage".into(),
                 ));
+            }
+            // An assistant message with tool_calls is followed by one tool message per call
+            // (notes, as system messages, may sit between); a tool message answers a call.
+            let msgs = r.body["messages"].as_array().cloned().unwrap_or_default();
+            let mut open: Vec<String> = Vec::new();
+            for m in &msgs {
+                match m["role"].as_str() {
+                    Some("tool") => {
+                        let id = m["tool_call_id"].as_str().unwrap_or_default().to_string();
+                        if !open.contains(&id) {
+                            return Err((400, "invalid_request_error", "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.".into()));
+                        }
+                        open.retain(|o| *o != id);
+                    }
+                    Some("system") => {}
+                    _ => {
+                        if !open.is_empty() {
+                            return Err((400, "invalid_request_error", format!("An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {}", open.join(", "))));
+                        }
+                        open = m["tool_calls"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .filter_map(|c| c["id"].as_str().map(str::to_string))
+                            .collect();
+                    }
+                }
+            }
+            if !open.is_empty() {
+                return Err((400, "invalid_request_error", format!("An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {}", open.join(", "))));
             }
         }
     }
@@ -451,8 +589,24 @@ async fn handle(mut sock: TcpStream, s: Arc<Shared>) {
         .pop_front()
         .unwrap_or(Behaviour::Answer);
     let msgs = req.messages();
-    let text = match &behaviour {
-        Behaviour::Text(t) => t.clone(),
+    let offered = |name: &str| {
+        req.body["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["name"] == name || t["function"]["name"] == name))
+    };
+    let tool_result = last_tool_result(s.flavor, &req.body);
+    let tool_call = match &behaviour {
+        Behaviour::CallTool { name, arguments } => Some((name.clone(), arguments.clone())),
+        Behaviour::Answer if tool_result.is_none() => msgs
+            .last()
+            .filter(|(r, _)| r == "user")
+            .and_then(|(_, t)| choose_tool(t, &offered)),
+        _ => None,
+    };
+    let text = match (&behaviour, &tool_result) {
+        (_, _) if tool_call.is_some() => String::new(),
+        (Behaviour::Text(t), _) => t.clone(),
+        (_, Some(result)) => format!("Done: {result}"),
         _ => answer(&msgs, req.system().as_deref()),
     };
     if let Behaviour::Status {
@@ -532,7 +686,26 @@ async fn handle(mut sock: TcpStream, s: Arc<Shared>) {
                 w.event(&chunk(json!({"content": d}), Value::Null, Value::Null)).await;
             }
             if stop_after.is_none() {
-                w.event(&chunk(json!({}), json!("stop"), Value::Null)).await;
+                let mut finish = "stop";
+                if let Some((name, arguments)) = &tool_call {
+                    finish = "tool_calls";
+                    let id = format!("call_{:016x}", rand_id());
+                    w.event(&chunk(
+                        json!({"tool_calls": [{"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}),
+                        Value::Null,
+                        Value::Null,
+                    ))
+                    .await;
+                    for piece in split_json(arguments) {
+                        w.event(&chunk(
+                            json!({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}),
+                            Value::Null,
+                            Value::Null,
+                        ))
+                        .await;
+                    }
+                }
+                w.event(&chunk(json!({}), json!(finish), Value::Null)).await;
                 w.event(&chunk(
                     Value::Null,
                     Value::Null,
@@ -567,9 +740,28 @@ async fn handle(mut sock: TcpStream, s: Arc<Shared>) {
         _ => {
             w.event("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n")
                 .await;
+            let mut stop_reason = "end_turn";
+            if let Some((name, arguments)) = &tool_call {
+                stop_reason = "tool_use";
+                let id = format!("toolu_01{:016x}", rand_id());
+                w.event(&format!(
+                    "event: content_block_start\ndata: {}\n\n",
+                    json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}})
+                ))
+                .await;
+                for piece in split_json(arguments) {
+                    w.event(&format!(
+                        "event: content_block_delta\ndata: {}\n\n",
+                        json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": piece}})
+                    ))
+                    .await;
+                }
+                w.event("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n")
+                    .await;
+            }
             w.event(&format!(
                 "event: message_delta\ndata: {}\n\n",
-                json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": {"output_tokens": output_tokens}})
+                json!({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": null}, "usage": {"output_tokens": output_tokens}})
             ))
             .await;
             w.event("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")

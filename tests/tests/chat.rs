@@ -5,68 +5,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hark_core::conversation::{HistorySettings, MessageKind, ReplyOutcome};
-use hark_core::provider::{ChatModel, ErrorKind, ProviderConfig, ProviderKind};
+use hark_core::provider::{ErrorKind, ProviderConfig, ProviderKind};
 use hark_core::session::{ChatSession, TurnError, TurnEvent};
 use hark_core::store::{export, Store};
-use hark_e2e::{Behaviour, FakeLlm};
+use hark_e2e::Behaviour;
 use tokio_util::sync::CancellationToken;
 
-const KEY: &str = "sk-test-loopback-7f3a9c";
+mod common;
 
-struct Rig {
-    server: FakeLlm,
-    kind: ProviderKind,
-}
-
-impl Rig {
-    fn new(kind: ProviderKind) -> Self {
-        let server = match kind {
-            ProviderKind::Anthropic => FakeLlm::anthropic(KEY),
-            ProviderKind::OpenAi => FakeLlm::openai(Some(KEY)),
-        };
-        Self { server, kind }
-    }
-
-    fn config(&self) -> ProviderConfig {
-        let mut c = ProviderConfig::new(self.kind);
-        c.base_url = self.server.base_url();
-        c.api_key = Some(KEY.to_string());
-        c.model = match self.kind {
-            ProviderKind::Anthropic => "claude-haiku-4-5".into(),
-            ProviderKind::OpenAi => "gpt-4o-mini".into(),
-        };
-        c.retry.base_delay = Duration::from_millis(5);
-        c.idle_timeout = Duration::from_secs(5);
-        c
-    }
-
-    fn model(&self) -> Box<dyn ChatModel> {
-        self.config().build().unwrap()
-    }
-
-    fn session(&self, store: &Arc<Store>, settings: HistorySettings) -> ChatSession {
-        ChatSession::create(
-            store.clone(),
-            self.model(),
-            "You are a helpful voice assistant.",
-            settings,
-        )
-        .unwrap()
-    }
-}
-
-fn both() -> [Rig; 2] {
-    [Rig::new(ProviderKind::Anthropic), Rig::new(ProviderKind::OpenAi)]
-}
-
-async fn say(s: &mut ChatSession, text: &str) -> Result<String, TurnError> {
-    let msg = s.send(text, &CancellationToken::new(), |_| {}).await?;
-    Ok(msg.text().to_string())
-}
-
-fn mem_store() -> Arc<Store> {
-    Arc::new(Store::open_in_memory().unwrap())
-}
+use common::*;
 
 #[tokio::test]
 async fn multi_turn_memory_remembers_the_name() {

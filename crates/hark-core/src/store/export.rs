@@ -1,5 +1,6 @@
-//! Export of a whole record (rule 14): versioned JSON that Hark imports back, and Markdown
-//! for people. Keys are never part of a session, so they cannot be exported.
+//! Export of a whole record (rule 14): versioned JSON that Hark imports back, Markdown
+//! for people, and a Deepgram Voice Agent `Settings` message whose `agent.context.messages`
+//! carries the conversation (`History` messages and `function_calls`). Keys are never part of a session, so they cannot be exported.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -49,6 +50,63 @@ pub fn export(session: &StoredSession) -> Export {
 pub fn to_json(session: &StoredSession) -> String {
     // Serialising plain data with string keys cannot fail.
     serde_json::to_string_pretty(&export(session)).unwrap_or_default()
+}
+
+/// The record as a Deepgram Voice Agent `Settings` message: the system prompt as
+/// `agent.think.prompt`, and the conversation as `agent.context.messages` — user and
+/// assistant `History` messages (an interrupted reply as heard) and each model response's
+/// tool calls as `function_calls` with their `response`. Notes and reset markers have no
+/// Deepgram form and are left out; a call without a final result exports its status text.
+pub fn to_deepgram(session: &StoredSession) -> String {
+    use serde_json::json;
+    let record = &session.messages;
+    let result_of = |call_id: &str| -> String {
+        record
+            .iter()
+            .find_map(|m| match &m.kind {
+                MessageKind::ToolResult(r) if r.call_id == call_id => Some(r.context_text()),
+                _ => None,
+            })
+            .unwrap_or_default()
+    };
+    let mut messages = Vec::new();
+    for m in record {
+        match &m.kind {
+            MessageKind::User { text } => {
+                messages.push(json!({"type": "History", "role": "user", "content": text}));
+            }
+            MessageKind::Assistant(a) => {
+                if !a.context_text().is_empty() {
+                    messages.push(json!({"type": "History", "role": "assistant", "content": a.context_text()}));
+                }
+                if !a.tool_calls.is_empty() {
+                    let calls: Vec<_> = a
+                        .tool_calls
+                        .iter()
+                        .map(|c| {
+                            json!({
+                                "id": c.id,
+                                "name": c.name,
+                                "client_side": c.client_side,
+                                "arguments": c.arguments,
+                                "response": result_of(&c.id),
+                            })
+                        })
+                        .collect();
+                    messages.push(json!({"type": "History", "function_calls": calls}));
+                }
+            }
+            MessageKind::ToolResult(_) | MessageKind::Note { .. } | MessageKind::ContextReset => {}
+        }
+    }
+    let mut doc = json!({
+        "type": "Settings",
+        "agent": {"context": {"messages": messages}},
+    });
+    if !session.meta.system_prompt.is_empty() {
+        doc["agent"]["think"] = json!({"prompt": session.meta.system_prompt});
+    }
+    serde_json::to_string_pretty(&doc).unwrap_or_default()
 }
 
 /// The record as Markdown: who said what and when, interruptions, tool calls, resets.

@@ -1,0 +1,69 @@
+//! The rig the text-turn tests share: a loopback server per provider and sessions on it.
+#![allow(dead_code)] // each test file uses part of it
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hark_core::conversation::HistorySettings;
+use hark_core::provider::{ChatModel, ProviderConfig, ProviderKind};
+use hark_core::session::{ChatSession, TurnError};
+use hark_core::store::Store;
+use hark_e2e::FakeLlm;
+use tokio_util::sync::CancellationToken;
+
+pub const KEY: &str = "sk-test-loopback-7f3a9c";
+
+pub struct Rig {
+    pub server: FakeLlm,
+    pub kind: ProviderKind,
+}
+
+impl Rig {
+    pub fn new(kind: ProviderKind) -> Self {
+        let server = match kind {
+            ProviderKind::Anthropic => FakeLlm::anthropic(KEY),
+            ProviderKind::OpenAi => FakeLlm::openai(Some(KEY)),
+        };
+        Self { server, kind }
+    }
+
+    pub fn config(&self) -> ProviderConfig {
+        let mut c = ProviderConfig::new(self.kind);
+        c.base_url = self.server.base_url();
+        c.api_key = Some(KEY.to_string());
+        c.model = match self.kind {
+            ProviderKind::Anthropic => "claude-haiku-4-5".into(),
+            ProviderKind::OpenAi => "gpt-4o-mini".into(),
+        };
+        c.retry.base_delay = Duration::from_millis(5);
+        c.idle_timeout = Duration::from_secs(5);
+        c
+    }
+
+    pub fn model(&self) -> Box<dyn ChatModel> {
+        self.config().build().unwrap()
+    }
+
+    pub fn session(&self, store: &Arc<Store>, settings: HistorySettings) -> ChatSession {
+        ChatSession::create(
+            store.clone(),
+            self.model(),
+            "You are a helpful voice assistant.",
+            settings,
+        )
+        .unwrap()
+    }
+}
+
+pub fn both() -> [Rig; 2] {
+    [Rig::new(ProviderKind::Anthropic), Rig::new(ProviderKind::OpenAi)]
+}
+
+pub async fn say(s: &mut ChatSession, text: &str) -> Result<String, TurnError> {
+    let msg = s.send(text, &CancellationToken::new(), |_| {}).await?;
+    Ok(msg.text().to_string())
+}
+
+pub fn mem_store() -> Arc<Store> {
+    Arc::new(Store::open_in_memory().unwrap())
+}
