@@ -140,6 +140,18 @@ fn on_turn_event(out: &Out, e: TurnEvent) {
             out.text(&d);
             out.event(json!({"type": "delta", "text": d}));
         }
+        TurnEvent::ToolStarted { call } => {
+            out.event(json!({"type": "tool_call", "id": call.id, "name": call.name, "arguments": call.arguments}));
+            if !out.json {
+                eprintln!("hark: [{}…]", call.name);
+            }
+        }
+        TurnEvent::ToolFinished {
+            call_id,
+            name,
+            state,
+            content,
+        } => out.event(json!({"type": "tool_result", "id": call_id, "name": name, "state": state, "content": content})),
     }
 }
 

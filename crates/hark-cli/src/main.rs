@@ -9,9 +9,11 @@
 //! - `talk.rs`: `hark talk`, voice turns from WAV files or the microphone.
 //! - `session_args.rs`: options shared by chat and talk; opening or resuming the session.
 //! - `manage.rs`: `hark sessions`, `export`, `import`, `delete`, `keys`.
+//! - `memory.rs`: `hark memory`, remembered facts and search over past conversations.
 
 mod chat;
 mod manage;
+mod memory;
 mod session_args;
 mod talk;
 
@@ -66,12 +68,21 @@ enum Command {
         #[command(subcommand)]
         action: manage::KeysAction,
     },
+    /// What Hark remembers across conversations: facts, and search over past sessions.
+    Memory {
+        #[command(subcommand)]
+        action: memory::MemoryAction,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
-enum ExportFormat {
+pub enum ExportFormat {
+    /// Hark's versioned JSON (imports back losslessly).
     Json,
+    /// Markdown, for people.
     Md,
+    /// A Deepgram Voice Agent Settings message (agent.context.messages, function_calls).
+    Deepgram,
 }
 
 fn main() -> ExitCode {
@@ -94,12 +105,11 @@ fn main() -> ExitCode {
             Err(e) => Err(anyhow::anyhow!("cannot start the async runtime: {e}")),
         },
         Command::Sessions { json } => manage::sessions(&db, json),
-        Command::Export { id, format, out } => {
-            manage::export(&db, &id, matches!(format, ExportFormat::Md), out.as_deref())
-        }
+        Command::Export { id, format, out } => manage::export(&db, &id, format, out.as_deref()),
         Command::Import { file } => manage::import(&db, &file),
         Command::Delete { id } => manage::delete(&db, &id),
         Command::Keys { action } => manage::keys(action),
+        Command::Memory { action } => memory::run(&db, action),
     };
     match result {
         Ok(code) => code,

@@ -9,6 +9,8 @@ use clap::Subcommand;
 use hark_core::secrets::{self, KeySource, Keychain};
 use hark_core::store::{export as exp, import, Store};
 
+use crate::ExportFormat;
+
 #[derive(Subcommand)]
 pub enum KeysAction {
     /// Store a provider's key, read from stdin (not echoed on a terminal).
@@ -46,14 +48,14 @@ pub fn sessions(db: &Path, json: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn export(db: &Path, id: &str, markdown: bool, out: Option<&Path>) -> Result<ExitCode> {
+pub fn export(db: &Path, id: &str, format: ExportFormat, out: Option<&Path>) -> Result<ExitCode> {
     let store = open(db)?;
     let id = store.resolve_session(id)?;
     let session = store.load_session(&id)?;
-    let text = if markdown {
-        exp::to_markdown(&session)
-    } else {
-        exp::to_json(&session)
+    let text = match format {
+        ExportFormat::Json => exp::to_json(&session),
+        ExportFormat::Md => exp::to_markdown(&session),
+        ExportFormat::Deepgram => exp::to_deepgram(&session),
     };
     match out {
         Some(path) => std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?,

@@ -11,6 +11,7 @@ use hark_core::provider::{ProviderConfig, ProviderKind};
 use hark_core::secrets::Keychain;
 use hark_core::session::ChatSession;
 use hark_core::store::Store;
+use hark_core::tools::Toolbox;
 
 #[derive(Args)]
 pub struct SessionArgs {
@@ -40,6 +41,13 @@ pub struct SessionArgs {
     /// time, in the background).
     #[arg(long)]
     pub summarize: bool,
+    /// Do not recall earlier conversations and remembered facts (rule 12; on by default).
+    #[arg(long)]
+    pub no_recall: bool,
+    /// Offer the model no tools (by default it may read the time, remember and forget
+    /// facts, and search past conversations).
+    #[arg(long)]
+    pub no_tools: bool,
     /// Resume this session (id or unique prefix).
     #[arg(long)]
     pub session: Option<String>,
@@ -127,6 +135,10 @@ impl SessionArgs {
         };
         session.set_reply_budget(reply_budget);
         session.set_summarization(self.summarize);
+        session.set_recall(!self.no_recall);
+        if !self.no_tools {
+            session.set_tools(Toolbox::builtin());
+        }
         // Flags override what the session had; absent flags keep it.
         let mut settings = session.conversation().settings();
         if let Some(n) = self.max_turns {

@@ -146,6 +146,8 @@ fn print_event(json: bool, e: &VoiceEvent) {
             );
         }
         VoiceEvent::ReplyInterrupted { heard, .. } => eprintln!("(interrupted; heard: “{heard}”)"),
+        VoiceEvent::ToolStarted { name } => eprintln!("({name}…)"),
+        VoiceEvent::ToolFinished { name, state } => eprintln!("({name}: {state})"),
         VoiceEvent::Failed {
             kind,
             message,

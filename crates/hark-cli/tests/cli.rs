@@ -137,10 +137,67 @@ fn no_history_and_max_turns_flags_shape_the_request() {
     assert_eq!(server.last().messages().len(), 1);
 
     let mut cmd = anthropic(&db, &server);
-    cmd.args(["chat", "--max-turns", "2"]);
+    cmd.args(["chat", "--max-turns", "2", "--no-recall"]);
     let o = run_with_stdin(cmd, "My name is Sam.\nI like tea.\nWhat's my name?\n");
     assert!(stdout(&o).ends_with("I don't know your name yet.\n"), "{}", stdout(&o));
     assert_eq!(server.last().messages().len(), 3);
+
+    // Recall is on by default: the trimmed turn (and the earlier sessions) are recalled
+    // beside the system prompt while the context keeps max_turns.
+    let mut cmd = anthropic(&db, &server);
+    cmd.args(["chat", "--max-turns", "2"]);
+    let o = run_with_stdin(cmd, "My name is Sam.\nI like tea.\nWhat's my name?\n");
+    assert!(stdout(&o).ends_with("Your name is Sam.\n"), "{}", stdout(&o));
+    assert_eq!(server.last().messages().len(), 3);
+}
+
+#[test]
+fn memory_commands_list_add_edit_forget_and_search() {
+    let server = FakeLlm::anthropic(KEY);
+    let (_d, db) = tmp();
+    let run = |args: &[&str]| {
+        let o = hark(&db).args(args).output().unwrap();
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        stdout(&o)
+    };
+    assert!(run(&["memory", "list"]).starts_with("nothing remembered yet"));
+    // Asked in a chat, the model remembers through its tool.
+    let mut chat = anthropic(&db, &server);
+    chat.arg("chat");
+    let o = run_with_stdin(chat, "Remember that my partner is called Alex.\n");
+    assert_eq!(stdout(&o), "Done: Remembered: my partner is called Alex\n");
+    assert_eq!(
+        run(&["memory", "add", "I", "am", "vegetarian."]),
+        "remembered: I am vegetarian.\n"
+    );
+    let list = run(&["memory", "list"]);
+    let lines: Vec<&str> = list.lines().collect();
+    assert_eq!(lines.len(), 2, "{list}");
+    assert!(lines[0].starts_with("  1  ") && lines[0].ends_with("my partner is called Alex"));
+    assert_eq!(
+        run(&["memory", "edit", "1", "my partner is called Alexis"]),
+        "now remembered: my partner is called Alexis\n"
+    );
+    let facts: Value = serde_json::from_str(&run(&["memory", "list", "--json"])).unwrap();
+    assert_eq!(facts[0]["text"], "my partner is called Alexis");
+    let id = facts[1]["id"].as_str().unwrap().to_string();
+    assert_eq!(run(&["memory", "forget", &id]), "forgot: I am vegetarian.\n");
+    // Bad input names the problem and changes nothing.
+    for (args, says) in [
+        (vec!["memory", "forget", "7"], "there is no fact number 7"),
+        (vec!["memory", "forget", "zzz"], "no remembered fact \"zzz\""),
+        (vec!["memory", "add", " "], "a fact cannot be empty"),
+    ] {
+        let o = hark(&db).args(&args).output().unwrap();
+        assert!(!o.status.success());
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+    }
+    assert_eq!(run(&["memory", "list"]).lines().count(), 1);
+    let hits = run(&["memory", "search", "partner"]);
+    assert!(
+        hits.contains("user       Remember that my partner is called Alex."),
+        "{hits}"
+    );
 }
 
 #[test]

@@ -228,6 +228,8 @@ impl Tool for SearchConversations {
                 Some(Exclude {
                     session_id: &ctx.session_id,
                     from_seq: ctx.context_from,
+                    // Asked to search, it searches everything, reset or not.
+                    below_seq: 0,
                 }),
                 8,
             )

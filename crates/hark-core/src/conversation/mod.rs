@@ -557,6 +557,11 @@ impl Conversation {
         self.set_summary(summary);
     }
 
+    /// Record index just after the last reset marker (0 when never reset).
+    pub fn floor(&self) -> usize {
+        self.floor
+    }
+
     /// How far (record index, exclusive) the summary covers.
     pub fn summarized_to(&self) -> usize {
         self.summarized_to

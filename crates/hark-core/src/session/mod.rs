@@ -400,10 +400,12 @@ impl ChatSession {
         let user = self.conv.push_user(text)?.clone();
         self.save_last()?;
         on_event(TurnEvent::UserRecorded(Box::new(user)));
-        if self.recall {
-            let from = self.conv.window().start;
-            let recalled = recall::recall_text(&self.store, &self.meta.id, from, text)?;
+        // With history off a request carries only the system prompt and the utterance (rule 8).
+        if self.recall && self.conv.settings().enabled {
+            let recalled = recall::recall_text(&self.store, &self.conv, text)?;
             self.conv.set_recall(recalled);
+        } else {
+            self.conv.set_recall(None);
         }
         let mut round = 1;
         loop {

@@ -1,6 +1,7 @@
 //! Long-term recall (rule 12): what Hark remembers from earlier conversations, put beside
 //! the system prompt for one turn. The context list is never touched.
 
+use crate::conversation::Conversation;
 use crate::store::memory::{Exclude, Fact, SearchHit};
 use crate::store::{Store, StoreError};
 
@@ -12,20 +13,17 @@ pub const MAX_HITS: usize = 3;
 const MAX_HIT_CHARS: usize = 300;
 
 /// The recall text for a turn: every remembered fact, then the earlier messages (other
-/// sessions, and turns of this session that have left the context) that best match what
-/// the user just said. `None` when there is nothing to recall.
-pub fn recall_text(
-    store: &Store,
-    session_id: &str,
-    context_from: usize,
-    utterance: &str,
-) -> Result<Option<String>, StoreError> {
+/// sessions, and turns of this session that were trimmed from the context — not those the
+/// user reset away) that best match what the user just said. `None` when there is
+/// nothing to recall.
+pub fn recall_text(store: &Store, conv: &Conversation, utterance: &str) -> Result<Option<String>, StoreError> {
     let facts = store.facts()?;
     let hits = store.search_messages(
         utterance,
         Some(Exclude {
-            session_id,
-            from_seq: context_from,
+            session_id: conv.id(),
+            from_seq: conv.window().start,
+            below_seq: conv.floor(),
         }),
         MAX_HITS,
     )?;

@@ -32,12 +32,15 @@ pub struct SearchHit {
     pub created_at: DateTime<Utc>,
 }
 
-/// Where a search must not look: the part of a session the model already sees.
+/// Where a search must not look in one session: what the model already sees (from
+/// `from_seq` on) and what the user reset away (before `below_seq`).
 #[derive(Debug, Clone, Copy)]
 pub struct Exclude<'a> {
     pub session_id: &'a str,
     /// Messages at or after this record index are left out.
     pub from_seq: usize,
+    /// Messages before this record index are left out (0: none).
+    pub below_seq: usize,
 }
 
 /// Longest fact accepted, in characters: a fact is a sentence, not a document.
@@ -201,8 +204,8 @@ impl Store {
         let Some(expr) = match_expression(query) else {
             return Ok(Vec::new());
         };
-        let (ex_session, ex_from) = exclude
-            .map(|e| (e.session_id.to_string(), e.from_seq as i64))
+        let (ex_session, ex_from, ex_below) = exclude
+            .map(|e| (e.session_id.to_string(), e.from_seq as i64, e.below_seq as i64))
             .unwrap_or_default();
         let conn = self.lock();
         let mut stmt = conn.prepare_cached(
@@ -212,11 +215,11 @@ impl Store {
              JOIN sessions s ON s.id = f.session_id
              WHERE messages_fts MATCH ?1
                AND m.kind IN ('user', 'assistant')
-               AND NOT (f.session_id = ?2 AND f.seq >= ?3)
+               AND NOT (f.session_id = ?2 AND (f.seq >= ?3 OR f.seq < ?5))
              ORDER BY bm25(messages_fts), f.seq DESC
              LIMIT ?4",
         )?;
-        let rows = stmt.query_map(params![expr, ex_session, ex_from, limit as i64], |r| {
+        let rows = stmt.query_map(params![expr, ex_session, ex_from, limit as i64, ex_below], |r| {
             Ok(SearchHit {
                 session_id: r.get(0)?,
                 session_title: r.get(1)?,
@@ -302,6 +305,7 @@ mod tests {
                 Some(Exclude {
                     session_id: "s2",
                     from_seq: 0,
+                    below_seq: 0,
                 }),
                 5,
             )
