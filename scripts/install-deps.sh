@@ -8,7 +8,7 @@ APT_PACKAGES=(
   dbus dbus-x11 gnome-keyring     # a real Secret Service for the keychain tests
   libsecret-tools                 # secret-tool, to cross-check what is in the keychain
   libasound2-dev                  # cpal (ALSA)
-  cmake clang libclang-dev        # whisper.cpp, the offline speech-to-text engine
+  cmake clang libclang-dev        # whisper.cpp and llama.cpp, the offline speech and language models
   espeak-ng                       # the OS voice on Linux
   pulseaudio pulseaudio-utils libasound2-plugins  # sound server (virtual devices in tests)
   libwebkit2gtk-4.1-dev libxdo-dev libayatana-appindicator3-dev librsvg2-dev  # the Tauri app

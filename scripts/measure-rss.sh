@@ -9,7 +9,7 @@ scripts/install-deps.sh
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/hark/target}"
 # Hark as a user runs it: the offline speech model loaded, a speaker and microphone present.
 export HARK_MODELS_DIR="${HARK_MODELS_DIR:-$HOME/.cache/hark/models}"
-scripts/fetch-models.sh >/dev/null
+scripts/fetch-models.sh whisper-tiny.en >/dev/null
 (cd ui && npm ci --no-audit --no-fund --silent && npm run build --silent)
 cargo build --release --locked -p hark-app -p empty-tauri 2>&1 | tail -1
 SANDBOX=$(mktemp -d); trap 'rm -rf "$SANDBOX"' EXIT

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: installs what it needs (apt packages, the
-# offline speech model), checks formatting and lints, then runs every test with a private,
+# offline models), checks formatting and lints, then runs every test with a private,
 # unlocked Secret Service (gnome-keyring on a private D-Bus session), a private PulseAudio
 # with a virtual speaker and microphone, and a virtual display (Xvfb) for the app's
 # WebDriver tests, so they use the real OS keychain, real audio devices and the real window
@@ -10,8 +10,8 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 
 scripts/install-deps.sh
+# Models live outside the clone too (1.3 GB; fetched once, checked against their pins).
 export HARK_MODELS_DIR="${HARK_MODELS_DIR:-$HOME/.cache/hark/models}"
-scripts/fetch-models.sh >/dev/null
 
 # Build output lives outside the clone, so CI's fresh clones reuse it.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/hark/target}"
@@ -28,6 +28,9 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== build"
 cargo test --workspace --locked --no-run
+cargo build --workspace --locked
+echo "== offline models (whisper tiny.en, Qwen2.5-Coder 1.5B, SmolLM2 135M)"
+HARK_BIN="$CARGO_TARGET_DIR/debug/hark" scripts/fetch-models.sh whisper-tiny.en qwen2.5-coder-1.5b smollm2-135m >/dev/null
 
 # A throw-away HOME for the keyring file and D-Bus, removed at the end.
 SANDBOX=$(mktemp -d)

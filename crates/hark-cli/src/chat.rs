@@ -52,7 +52,9 @@ impl Out {
 
 pub async fn run(args: SessionArgs, db: PathBuf) -> Result<ExitCode> {
     let out = Out { json: args.json };
-    let (mut session, resumed) = args.open(&db)?;
+    let opened = args.open(&db).await?;
+    let _local = opened.local;
+    let (mut session, resumed) = (opened.session, opened.resumed);
     let conv = session.conversation();
     out.event(json!({
         "type": "session", "id": session.id(), "resumed": resumed,

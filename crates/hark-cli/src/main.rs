@@ -9,11 +9,13 @@
 //! - `talk.rs`: `hark talk`, voice turns from WAV files or the microphone.
 //! - `session_args.rs`: options shared by chat and talk; opening or resuming the session.
 //! - `manage.rs`: `hark sessions`, `export`, `import`, `delete`, `keys`.
+//! - `models.rs`: `hark models`, the offline models, and the download progress bar.
 //! - `memory.rs`: `hark memory`, remembered facts and search over past conversations.
 
 mod chat;
 mod manage;
 mod memory;
+mod models;
 mod session_args;
 mod talk;
 
@@ -73,6 +75,11 @@ enum Command {
         #[command(subcommand)]
         action: memory::MemoryAction,
     },
+    /// The offline models: list, download (resumable, sha256-checked), locate.
+    Models {
+        #[command(subcommand)]
+        action: models::ModelsAction,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -110,6 +117,10 @@ fn main() -> ExitCode {
         Command::Delete { id } => manage::delete(&db, &id),
         Command::Keys { action } => manage::keys(action),
         Command::Memory { action } => memory::run(&db, action),
+        Command::Models { action } => match tokio::runtime::Runtime::new() {
+            Ok(rt) => rt.block_on(models::run(action)),
+            Err(e) => Err(anyhow::anyhow!("cannot start the async runtime: {e}")),
+        },
     };
     match result {
         Ok(code) => code,

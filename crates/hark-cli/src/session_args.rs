@@ -1,12 +1,18 @@
 //! Options shared by `hark chat` and `hark talk`: the language model, the session and its
 //! history settings, and opening (or resuming) the session they describe.
+//!
+//! With no API key anywhere (and no `--llm`/`--base-url`), the language model is the
+//! offline one: the default model of the manifest, downloaded on first use, served by
+//! `hark-llm` on loopback.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
-use clap::Args;
+use clap::{Args, ValueEnum};
 use hark_core::conversation::HistorySettings;
+use hark_core::local::{self, LocalLlm};
+use hark_core::models::{Manifest, ModelKind, ModelStore};
 use hark_core::provider::{ProviderConfig, ProviderKind};
 use hark_core::secrets::Keychain;
 use hark_core::session::ChatSession;
@@ -15,10 +21,14 @@ use hark_core::tools::Toolbox;
 
 #[derive(Args)]
 pub struct SessionArgs {
-    /// Language model provider (default: whichever has a key, Anthropic first; `openai`
-    /// when --base-url is given).
+    /// Language model: anthropic, openai (any OpenAI-compatible server with --base-url), or
+    /// local (offline, llama.cpp). Default: whichever has a key, Anthropic first; `openai`
+    /// when --base-url is given; `local` when there is no key at all.
     #[arg(long, env = "HARK_LLM")]
-    pub llm: Option<ProviderKind>,
+    pub llm: Option<Llm>,
+    /// The offline model (`hark models list`), for --llm local.
+    #[arg(long, env = "HARK_LOCAL_MODEL")]
+    pub local_model: Option<String>,
     /// Provider endpoint (proxy, local server). Also HARK_ANTHROPIC_BASE_URL / HARK_OPENAI_BASE_URL.
     #[arg(long)]
     pub base_url: Option<String>,
@@ -67,26 +77,65 @@ pub struct SessionArgs {
 
 const DEFAULT_SYSTEM: &str = "You are Hark, a helpful voice assistant. Answer in one to three short spoken sentences.";
 
+/// The `--llm` choices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Llm {
+    Anthropic,
+    #[value(name = "openai")]
+    OpenAi,
+    /// Offline: a model from the manifest run by llama.cpp (`hark-llm`).
+    Local,
+}
+
 /// Picks the provider: explicit, else `openai` for a custom base URL, else whichever has a
-/// key (Anthropic first), else Anthropic (which then explains how to add a key).
-fn choose_provider(args: &SessionArgs, kc: &Keychain) -> ProviderKind {
+/// key (Anthropic first), else the offline model.
+fn choose_provider(args: &SessionArgs, kc: &Keychain) -> Llm {
     if let Some(k) = args.llm {
         return k;
     }
     if args.base_url.is_some() {
-        return ProviderKind::OpenAi;
+        return Llm::OpenAi;
     }
-    for k in [ProviderKind::Anthropic, ProviderKind::OpenAi] {
+    for (k, llm) in [
+        (ProviderKind::Anthropic, Llm::Anthropic),
+        (ProviderKind::OpenAi, Llm::OpenAi),
+    ] {
         if matches!(kc.get(k.as_str()), Ok(Some(_))) {
-            return k;
+            return llm;
         }
     }
-    ProviderKind::Anthropic
+    Llm::Local
 }
 
-fn provider_config(args: &SessionArgs) -> Result<ProviderConfig> {
+/// The offline model's server, started (after a first-use download) for this session.
+async fn start_local(args: &SessionArgs) -> Result<LocalLlm> {
+    let manifest = Manifest::builtin();
+    let spec = match &args.local_model {
+        Some(id) => manifest.find(id)?,
+        None => manifest
+            .default_for(ModelKind::Llm)
+            .context("the model manifest has no default chat model")?,
+    };
+    if spec.kind != ModelKind::Llm {
+        bail!(
+            "{} is a speech model, not a chat model (see `hark models list`)",
+            spec.id
+        );
+    }
+    let store = ModelStore::default_dir();
+    if !store.is_ready(spec) {
+        eprintln!(
+            "hark: no API key found, so Hark runs offline; fetching the model {} ({:.0} MB, once)",
+            spec.id,
+            spec.download_size() as f64 / 1e6
+        );
+    }
+    let path = store.ensure(spec, &crate::models::progress_printer()).await?;
+    Ok(LocalLlm::start(&path, &spec.id, local::DEFAULT_CONTEXT).await?)
+}
+
+fn provider_config(args: &SessionArgs, kind: ProviderKind) -> Result<ProviderConfig> {
     let kc = Keychain::default();
-    let kind = choose_provider(args, &kc);
     let mut c = ProviderConfig::new(kind);
     if let Some(url) = &args.base_url {
         c.base_url = url.clone();
@@ -113,11 +162,30 @@ fn provider_config(args: &SessionArgs) -> Result<ProviderConfig> {
     Ok(c)
 }
 
+/// An open session, and the offline model's server when it uses one (it stops when this
+/// is dropped).
+pub struct Opened {
+    pub session: ChatSession,
+    pub resumed: bool,
+    pub local: Option<LocalLlm>,
+}
+
 impl SessionArgs {
     /// Opens the store and the session (new, or resumed with `--session`), applying the
-    /// flags given over what the session had. Returns the session and whether it resumed.
-    pub fn open(&self, db: &Path) -> Result<(ChatSession, bool)> {
-        let config = provider_config(self)?;
+    /// flags given over what the session had.
+    pub async fn open(&self, db: &Path) -> Result<Opened> {
+        let kc = Keychain::default();
+        let (config, local) = match choose_provider(self, &kc) {
+            Llm::Anthropic => (provider_config(self, ProviderKind::Anthropic)?, None),
+            Llm::OpenAi => (provider_config(self, ProviderKind::OpenAi)?, None),
+            Llm::Local => {
+                let local = start_local(self).await?;
+                let mut c = local.config();
+                c.max_tokens = self.max_tokens;
+                c.temperature = self.temperature;
+                (c, Some(local))
+            }
+        };
         let reply_budget = config.max_tokens;
         let model = config.build().context("cannot set up the language model")?;
         let store = Arc::new(Store::open(db)?);
@@ -136,8 +204,12 @@ impl SessionArgs {
         session.set_reply_budget(reply_budget);
         session.set_summarization(self.summarize);
         session.set_recall(!self.no_recall);
-        if !self.no_tools {
+        // Small local models do not call tools reliably: they get none.
+        if !self.no_tools && local.is_none() {
             session.set_tools(Toolbox::builtin());
+        }
+        if let Some(l) = &local {
+            session.set_model_window(l.context_window());
         }
         // Flags override what the session had; absent flags keep it.
         let mut settings = session.conversation().settings();
@@ -158,6 +230,10 @@ impl SessionArgs {
                 session.set_system_prompt(system)?;
             }
         }
-        Ok((session, resumed))
+        Ok(Opened {
+            session,
+            resumed,
+            local,
+        })
     }
 }

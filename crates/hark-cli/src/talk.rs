@@ -12,6 +12,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use hark_core::audio::playback::{AudioOut, Speaker, WavOut};
 use hark_core::audio::{list_devices, wav};
+use hark_core::models::{Manifest, ModelKind, ModelStore};
 use hark_core::provider::{ProviderConfig, ProviderKind};
 use hark_core::secrets::Keychain;
 use hark_core::session::ptt::{check_utterance, Key, PttMode};
@@ -91,6 +92,27 @@ fn whisper(args: &TalkArgs) -> Result<Arc<dyn Transcriber>> {
     Ok(Arc::new(WhisperStt::load(&path)?))
 }
 
+/// The default speech model, downloaded (and converted) on first use.
+async fn ensure_speech_model(args: &TalkArgs) -> Result<()> {
+    if args.stt != SttKind::Whisper || args.whisper_model.is_some() {
+        return Ok(());
+    }
+    let manifest = Manifest::builtin();
+    let Some(spec) = manifest.default_for(ModelKind::Stt) else {
+        return Ok(());
+    };
+    let store = ModelStore::default_dir();
+    if !store.is_ready(spec) {
+        eprintln!(
+            "hark: fetching the offline speech model {} ({:.0} MB, once)",
+            spec.id,
+            spec.download_size() as f64 / 1e6
+        );
+    }
+    store.ensure(spec, &crate::models::progress_printer()).await?;
+    Ok(())
+}
+
 #[cfg(not(feature = "whisper"))]
 fn whisper(_: &TalkArgs) -> Result<Arc<dyn Transcriber>> {
     anyhow::bail!(
@@ -154,6 +176,8 @@ fn print_event(json: bool, e: &VoiceEvent) {
             next_step,
         } => eprintln!("hark: {kind}: {message} ({next_step})"),
         VoiceEvent::ThinkingStarted
+        | VoiceEvent::ModelProgress { .. }
+        | VoiceEvent::SessionReady { .. }
         | VoiceEvent::SpeakingStarted
         | VoiceEvent::Idle
         | VoiceEvent::ContextChanged { .. } => {}
@@ -170,6 +194,7 @@ pub async fn run(args: TalkArgs, db: PathBuf) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
+    ensure_speech_model(&args).await?;
     let stt = transcriber(&args)?;
     let tts = synthesizer(&args)?;
     let file_out = args.out.as_ref().map(|_| Arc::new(WavOut::default()));
@@ -181,7 +206,9 @@ pub async fn run(args: TalkArgs, db: PathBuf) -> Result<ExitCode> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
     let voice = Voice { stt, tts, out };
-    let (mut chat, _) = args.session.open(&db)?;
+    let opened = args.session.open(&db).await?;
+    let _local = opened.local;
+    let mut chat = opened.session;
     let json = args.session.json;
     if json {
         println!("{}", serde_json::json!({"type": "session", "id": chat.id()}));

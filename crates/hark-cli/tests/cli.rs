@@ -350,7 +350,12 @@ fn failures_exit_non_zero_with_a_one_line_reason() {
 
     let o = hark(&db).args(["chat", "--llm", "gemini"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "argument errors come from clap");
-    assert!(stderr(&o).contains("unknown LLM provider \"gemini\""));
+    assert!(
+        stderr(&o).contains("invalid value 'gemini' for '--llm <LLM>'")
+            && stderr(&o).contains("[possible values: anthropic, openai, local]"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// Reads a child's stdout lines on a thread so the test can wait for a given event.

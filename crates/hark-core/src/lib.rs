@@ -5,6 +5,7 @@
 //!
 //! # Layout
 //! - `conversation`: the record, the context window over it, and the history rules.
+//! - `local`: the offline language model, `hark-llm`, started as a child process.
 //! - `models`: the offline models' manifest (sha256-pinned), resumable first-use downloads,
 //!   and the Whisper CTranslate2 → ggml converter.
 //! - `tokens`: token counting (exact BPE for OpenAI models, calibrated estimate otherwise).
@@ -22,6 +23,7 @@
 
 pub mod audio;
 pub mod conversation;
+pub mod local;
 pub mod models;
 pub mod provider;
 pub mod secrets;

@@ -4,7 +4,9 @@
 
 use std::num::NonZeroU32;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc as std_mpsc;
+use std::sync::Arc;
 
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::context::LlamaContext;
@@ -41,6 +43,8 @@ struct Job {
 pub struct Engine {
     jobs: std_mpsc::Sender<Job>,
     pub n_ctx: u32,
+    /// Generations stopped because the client went away.
+    pub abandoned: Arc<AtomicU64>,
 }
 
 /// How to load the model.
@@ -57,6 +61,8 @@ impl Engine {
         let (ready_tx, ready_rx) = std_mpsc::channel::<anyhow::Result<u32>>();
         let path = opts.model.to_path_buf();
         let (n_ctx, threads) = (opts.n_ctx, opts.threads);
+        let abandoned = Arc::new(AtomicU64::new(0));
+        let counter = abandoned.clone();
         std::thread::Builder::new().name("llama".into()).spawn(move || {
             let loaded = (|| -> anyhow::Result<(LlamaBackend, LlamaModel)> {
                 let mut backend = LlamaBackend::init()?;
@@ -96,6 +102,7 @@ impl Engine {
                 template,
                 cached: Vec::new(),
                 n_ctx,
+                abandoned: counter,
             };
             while let Ok(job) = rx.recv() {
                 worker.run(job);
@@ -104,7 +111,7 @@ impl Engine {
         let n_ctx = ready_rx
             .recv()
             .map_err(|_| anyhow::anyhow!("the model thread ended while loading"))??;
-        Ok(Self { jobs, n_ctx })
+        Ok(Self { jobs, n_ctx, abandoned })
     }
 
     /// Queues a generation; its events arrive on the returned receiver. Dropping the
@@ -130,6 +137,7 @@ struct Worker<'m> {
     /// The tokens whose keys and values are in the context's cache, in order.
     cached: Vec<LlamaToken>,
     n_ctx: u32,
+    abandoned: Arc<AtomicU64>,
 }
 
 impl Worker<'_> {
@@ -238,6 +246,7 @@ impl Worker<'_> {
             let text = utf8.push(&piece);
             if !text.is_empty() && events.send(Event::Text(text)).is_err() {
                 // The client went away (barge-in): stop, keeping what is cached.
+                self.abandoned.fetch_add(1, Ordering::Relaxed);
                 return Ok(());
             }
             batch.clear();

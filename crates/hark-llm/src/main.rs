@@ -73,7 +73,8 @@ fn error_response(e: &ApiError) -> Response {
 }
 
 async fn health(State(s): State<Arc<AppState>>) -> Json<serde_json::Value> {
-    Json(json!({"status": "ok", "model": s.alias, "n_ctx": s.engine.n_ctx}))
+    let abandoned = s.engine.abandoned.load(std::sync::atomic::Ordering::Relaxed);
+    Json(json!({"status": "ok", "model": s.alias, "n_ctx": s.engine.n_ctx, "abandoned_generations": abandoned}))
 }
 
 async fn models(State(s): State<Arc<AppState>>) -> Json<serde_json::Value> {

@@ -160,6 +160,16 @@ pub struct Progress {
     pub total: u64,
 }
 
+/// The models directory: `HARK_MODELS_DIR`, or `<data dir>/models`.
+pub fn models_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("HARK_MODELS_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(d);
+    }
+    directories::ProjectDirs::from("app", "hark", "hark")
+        .map(|d| d.data_dir().join("models"))
+        .unwrap_or_else(|| PathBuf::from("models"))
+}
+
 /// The models directory and what is in it.
 #[derive(Debug, Clone)]
 pub struct ModelStore {
@@ -212,9 +222,9 @@ impl ModelStore {
         Self { dir: dir.into() }
     }
 
-    /// The default models directory (`HARK_MODELS_DIR`, or `<data dir>/models`).
+    /// The default models directory (see [`models_dir`]).
     pub fn default_dir() -> Self {
-        Self::new(crate::stt::whisper::models_dir())
+        Self::new(models_dir())
     }
 
     pub fn dir(&self) -> &Path {
@@ -262,6 +272,12 @@ impl ModelStore {
             return Ok(path);
         }
         std::fs::create_dir_all(&self.dir).map_err(io_err(&self.dir))?;
+        // One fetch per model at a time, across processes (the app and the CLI may both
+        // want it): wait for the other, then use what it fetched.
+        let _lock = self.lock(spec).await?;
+        if self.is_ready(spec) {
+            return Ok(path);
+        }
         if path.exists() {
             let total = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
             let found = hash_file(&path, &mut |done| {
@@ -335,6 +351,24 @@ impl ModelStore {
         self.write_stamp(spec)?;
         let _ = std::fs::remove_dir_all(&work);
         Ok(path)
+    }
+
+    /// Takes the model's lock file (held until the returned file is dropped).
+    async fn lock(&self, spec: &ModelSpec) -> Result<std::fs::File, ModelError> {
+        let lock_path = self.dir.join(format!(".{}.lock", spec.id));
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(io_err(&lock_path))?;
+        tokio::task::spawn_blocking(move || file.lock().map(|()| file))
+            .await
+            .map_err(|e| ModelError::Io {
+                path: lock_path.clone(),
+                message: e.to_string(),
+            })?
+            .map_err(io_err(&lock_path))
     }
 
     /// Downloads one part to `done` (resuming a `.part` file) and checks its pin.

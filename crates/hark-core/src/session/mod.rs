@@ -335,6 +335,11 @@ impl ChatSession {
         Ok(())
     }
 
+    /// Overrides the model's context window (a local server started with its own size).
+    pub fn set_model_window(&mut self, window: u32) {
+        self.conv.set_model_window(window);
+    }
+
     /// Sets the reply budget the context budget leaves room for.
     pub fn set_reply_budget(&mut self, max_tokens: u32) {
         let model = self.conv.model().to_string();

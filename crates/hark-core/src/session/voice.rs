@@ -102,6 +102,17 @@ pub enum VoiceEvent {
         next_step: String,
     },
     Idle,
+    /// An offline model is being fetched (first use): for a progress bar.
+    ModelProgress {
+        model: String,
+        phase: crate::models::Phase,
+        done: u64,
+        total: u64,
+    },
+    /// A session started (after models were fetched): the window should read the state.
+    SessionReady {
+        session_id: String,
+    },
 }
 
 impl VoiceEvent {

@@ -20,15 +20,7 @@ const PROVIDER: &str = "whisper";
 /// The default model file name, looked for in the models directory.
 pub const DEFAULT_MODEL: &str = "ggml-tiny.en.bin";
 
-/// The models directory: `HARK_MODELS_DIR`, or `<data dir>/models`.
-pub fn models_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("HARK_MODELS_DIR").filter(|d| !d.is_empty()) {
-        return PathBuf::from(d);
-    }
-    directories::ProjectDirs::from("app", "hark", "hark")
-        .map(|d| d.data_dir().join("models"))
-        .unwrap_or_else(|| PathBuf::from("models"))
-}
+pub use crate::models::models_dir;
 
 /// whisper.cpp with a ggml model, loaded on demand: the weights (80 MB for tiny.en) come
 /// into memory when push-to-talk is pressed (in parallel with the speech, so it costs no

@@ -1,0 +1,111 @@
+//! `hark models`: the offline models (manifest, download, where they are), and the progress
+//! bar every first-use download shows on stderr.
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use std::sync::Mutex;
+
+use anyhow::Result;
+use clap::Subcommand;
+use hark_core::models::{Manifest, ModelStore, Phase, Progress};
+
+#[derive(Subcommand)]
+pub enum ModelsAction {
+    /// The models Hark can use offline, and whether each is downloaded.
+    List,
+    /// Download (or finish downloading) a model, checked against its pinned sha256.
+    Fetch {
+        /// Model id from `hark models list` (default: the default chat and speech models).
+        ids: Vec<String>,
+    },
+    /// Print where a model's file is (downloading it first if needed).
+    Path { id: String },
+}
+
+/// A progress reporter for stderr: a redrawn bar on a terminal, a line per 10 % otherwise.
+pub fn progress_printer() -> impl Fn(Progress) + Send + Sync {
+    let tty = std::io::stderr().is_terminal();
+    let last = Mutex::new((String::new(), u64::MAX));
+    move |p: Progress| {
+        let pct = (p.done * 100).checked_div(p.total).unwrap_or(0).min(100);
+        let verb = match p.phase {
+            Phase::Downloading => "downloading",
+            Phase::Verifying => "verifying",
+            Phase::Assembling => "assembling",
+        };
+        let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
+        let key = format!("{}{verb}", p.model);
+        let step = if tty { pct } else { pct / 10 * 10 };
+        if last.0 == key && last.1 == step {
+            return;
+        }
+        *last = (key, step);
+        let mut err = std::io::stderr().lock();
+        if tty {
+            let filled = (pct / 4) as usize;
+            let _ = write!(
+                err,
+                "\r{verb} {} [{}{}] {pct:>3}% {:.0}/{:.0} MB",
+                p.model,
+                "#".repeat(filled),
+                ".".repeat(25 - filled),
+                p.done as f64 / 1e6,
+                p.total as f64 / 1e6
+            );
+            if pct == 100 {
+                let _ = writeln!(err);
+            }
+        } else {
+            let _ = writeln!(err, "hark: {verb} {} {step}%", p.model);
+        }
+    }
+}
+
+pub async fn run(action: ModelsAction) -> Result<ExitCode> {
+    let manifest = Manifest::builtin();
+    let store = ModelStore::default_dir();
+    match action {
+        ModelsAction::List => {
+            println!("models directory: {}", store.dir().display());
+            for m in &manifest.models {
+                let state = if store.is_ready(m) {
+                    "ready".to_string()
+                } else {
+                    format!("{:.0} MB to download", m.download_size() as f64 / 1e6)
+                };
+                println!(
+                    "{}{:<20} {:<4} {:<22} {}",
+                    if m.default { "* " } else { "  " },
+                    m.id,
+                    format!("{:?}", m.kind).to_lowercase(),
+                    state,
+                    m.label
+                );
+            }
+        }
+        ModelsAction::Fetch { ids } => {
+            let ids: Vec<String> = if ids.is_empty() {
+                manifest
+                    .models
+                    .iter()
+                    .filter(|m| m.default)
+                    .map(|m| m.id.clone())
+                    .collect()
+            } else {
+                ids
+            };
+            let progress = progress_printer();
+            for id in ids {
+                let spec = manifest.find(&id)?;
+                let path = store.ensure(spec, &progress).await?;
+                println!("{}", path.display());
+            }
+        }
+        ModelsAction::Path { id } => {
+            let spec = manifest.find(&id)?;
+            let path = store.ensure(spec, &progress_printer()).await?;
+            println!("{}", path.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

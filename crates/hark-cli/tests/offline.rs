@@ -1,0 +1,118 @@
+//! The offline default, with the real models: no API key anywhere, so `hark` fetches the
+//! default models of the manifest on first use (into HARK_MODELS_DIR), transcribes with
+//! whisper.cpp, answers with Qwen2.5-Coder 1.5B through `hark-llm` (llama.cpp), and speaks
+//! with the OS voice; whisper reads the spoken reply back. Slow-ish (a real 1.5B model on
+//! the CPU, a 1.1 GB download the first time), and run in CI.
+
+use std::process::Command;
+
+use hark_e2e::espeak_wav;
+use serde_json::Value;
+
+/// The command with no key: keys removed from the environment, and a keychain service
+/// name nothing was ever stored under.
+fn hark_without_keys(db: &std::path::Path) -> Option<Command> {
+    if std::env::var_os("HARK_MODELS_DIR").is_none() {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("CI=true but HARK_MODELS_DIR is not set: run the tests through scripts/test.sh");
+        }
+        eprintln!("HARK_MODELS_DIR not set (scripts/test.sh sets it): offline test skipped");
+        return None;
+    }
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_hark"));
+    let server = bin.with_file_name(format!("hark-llm{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        server.exists(),
+        "{} is missing: build the workspace (cargo build --workspace) or run scripts/test.sh",
+        server.display()
+    );
+    let mut c = Command::new(bin);
+    c.arg("--db").arg(db);
+    for v in [
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "DEEPGRAM_API_KEY",
+        "HARK_ANTHROPIC_BASE_URL",
+        "HARK_OPENAI_BASE_URL",
+        "HARK_LLM",
+        "HARK_LOCAL_MODEL",
+        "HARK_WHISPER_MODEL",
+    ] {
+        c.env_remove(v);
+    }
+    c.env(
+        "HARK_KEYCHAIN_SERVICE",
+        format!("hark-offline-test-{}", std::process::id()),
+    );
+    Some(c)
+}
+
+#[test]
+fn with_no_keys_a_spoken_conversation_runs_entirely_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(mut talk) = hark_without_keys(&dir.path().join("hark.db")) else {
+        return;
+    };
+    let (u1, u2, out) = (
+        dir.path().join("u1.wav"),
+        dir.path().join("u2.wav"),
+        dir.path().join("out"),
+    );
+    espeak_wav("My name is Sam.", &u1);
+    espeak_wav("Tell me, what is my name?", &u2);
+    let export = dir.path().join("export.json");
+    // Temperature 0: the answer is the model's most likely one, so the test is stable.
+    let o = talk
+        .args(["talk", "--json", "--temperature", "0", "--max-tokens", "48"])
+        .arg("--wav")
+        .arg(&u1)
+        .arg("--wav")
+        .arg(&u2)
+        .arg("--out")
+        .arg(&out)
+        .arg("--export")
+        .arg(&export)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}\n{stdout}");
+    let events: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let replies: Vec<String> = events
+        .iter()
+        .filter(|e| e["type"] == "turn_finished")
+        .map(|e| e["reply"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(replies.len(), 2, "{stdout}\n{stderr}");
+    assert!(!replies[0].trim().is_empty());
+    assert!(
+        replies[1].contains("Sam"),
+        "the local model remembered the first turn: {replies:?}"
+    );
+
+    // The record says which model answered: the offline one, over loopback.
+    let e: Value = serde_json::from_str(&std::fs::read_to_string(&export).unwrap()).unwrap();
+    assert_eq!(e["session"]["model"], "qwen2.5-coder-1.5b");
+    assert!(e["messages"][3]["usage"]["input_tokens"].as_u64().unwrap() > 0);
+
+    // The spoken reply, read back by whisper (the offline speech-to-text, again).
+    let Some(mut check) = hark_without_keys(&dir.path().join("check.db")) else {
+        return;
+    };
+    let heard = check
+        .args(["talk", "--json", "--temperature", "0", "--max-tokens", "8"])
+        .arg("--wav")
+        .arg(out.join("turn-2.wav"))
+        .arg("--out")
+        .arg(dir.path().join("out2"))
+        .output()
+        .unwrap();
+    let heard = String::from_utf8_lossy(&heard.stdout).to_lowercase();
+    let transcript = heard
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["type"] == "transcript_final")
+        .map(|e| e["text"].as_str().unwrap_or_default().to_string())
+        .unwrap_or_default();
+    assert!(transcript.contains("sam"), "whisper heard: {transcript:?}");
+}

@@ -1,0 +1,161 @@
+//! The offline language model: `hark-llm` (a llama.cpp server speaking the OpenAI Chat
+//! Completions format on loopback) started as a child process for a model from the
+//! manifest. To the rest of Hark it is one more OpenAI-compatible provider.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+use crate::provider::{ErrorKind, ProviderConfig, ProviderError, ProviderKind};
+
+/// The provider name used in errors and the session record.
+pub const PROVIDER: &str = "local";
+
+/// Context size the server is started with, in tokens. Small models on small machines:
+/// 4096 keeps the KV cache of a 1.5B model near 100 MB.
+pub const DEFAULT_CONTEXT: u32 = 4096;
+
+/// How long loading a model may take (a 1.1 GB model loads in about a second from a warm
+/// disk; a cold, slow disk needs more).
+const START_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// A running `hark-llm`. Dropping it stops the server.
+pub struct LocalLlm {
+    child: Child,
+    base_url: String,
+    model: String,
+    n_ctx: u32,
+}
+
+/// Where the `hark-llm` binary is: `HARK_LLM_BIN`, next to the running executable, or on
+/// the `PATH`.
+pub fn server_binary() -> PathBuf {
+    if let Some(p) = std::env::var_os("HARK_LLM_BIN").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    let name = format!("hark-llm{}", std::env::consts::EXE_SUFFIX);
+    if let Some(dir) = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(Path::to_path_buf))
+    {
+        let beside = dir.join(&name);
+        if beside.is_file() {
+            return beside;
+        }
+        // Test binaries live one level down (target/debug/deps).
+        if let Some(up) = dir.parent().map(|d| d.join(&name)).filter(|p| p.is_file()) {
+            return up;
+        }
+    }
+    PathBuf::from(name)
+}
+
+fn fail(message: String) -> ProviderError {
+    ProviderError::new(PROVIDER, ErrorKind::Connectivity, message)
+}
+
+impl LocalLlm {
+    /// Starts the server for the model file; returns once it has loaded the model and
+    /// listens. `alias` is the model name requests use.
+    pub async fn start(model_file: &Path, alias: &str, n_ctx: u32) -> Result<Self, ProviderError> {
+        let bin = server_binary();
+        let threads = std::thread::available_parallelism()
+            .map(|n| n.get().min(4))
+            .unwrap_or(2);
+        let mut child = Command::new(&bin)
+            .arg("--model")
+            .arg(model_file)
+            .args(["--alias", alias, "--port", "0", "--ctx", &n_ctx.to_string()])
+            .args(["--threads", &threads.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| {
+                fail(format!(
+                    "cannot start the offline model server {} ({e}); it ships next to hark (set HARK_LLM_BIN to its path)",
+                    bin.display()
+                ))
+            })?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| fail("no stdout from hark-llm".into()))?;
+        let mut lines = BufReader::new(stdout).lines();
+        let first = tokio::time::timeout(START_TIMEOUT, lines.next_line()).await;
+        let line = match first {
+            Ok(Ok(Some(line))) => line,
+            Ok(_) => {
+                // It exited: its stderr says why (no such file, out of memory, bad model).
+                let mut err = String::new();
+                if let Some(mut e) = child.stderr.take() {
+                    let _ = e.read_to_string(&mut err).await;
+                }
+                let _ = child.wait().await;
+                return Err(fail(format!(
+                    "the offline model server stopped while loading {}: {}",
+                    model_file.display(),
+                    err.trim()
+                )));
+            }
+            Err(_) => {
+                return Err(fail(format!(
+                    "the offline model server did not load {} within {} s",
+                    model_file.display(),
+                    START_TIMEOUT.as_secs()
+                )))
+            }
+        };
+        let base_url = line
+            .rsplit(' ')
+            .next()
+            .filter(|u| u.starts_with("http://"))
+            .ok_or_else(|| fail(format!("unexpected first line from hark-llm: {line:?}")))?
+            .to_string();
+        // Keep draining its output so the pipes never fill up.
+        if let Some(err) = child.stderr.take() {
+            tokio::spawn(async move {
+                let mut lines = BufReader::new(err).lines();
+                while let Ok(Some(l)) = lines.next_line().await {
+                    tracing::warn!("hark-llm: {l}");
+                }
+            });
+        }
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Ok(Self {
+            child,
+            base_url,
+            model: alias.to_string(),
+            n_ctx,
+        })
+    }
+
+    /// The OpenAI-compatible provider configuration for this server.
+    pub fn config(&self) -> ProviderConfig {
+        let mut c = ProviderConfig::new(ProviderKind::OpenAi);
+        c.base_url = self.base_url.clone();
+        c.model = self.model.clone();
+        c.api_key = None;
+        // A local model on a busy CPU can take a while before its first token.
+        c.idle_timeout = Duration::from_secs(120);
+        c
+    }
+
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// The context size the server runs with (the conversation's token budget).
+    pub fn context_window(&self) -> u32 {
+        self.n_ctx
+    }
+
+    /// Whether the server process is still running.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
