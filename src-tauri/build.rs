@@ -20,6 +20,11 @@ const COMMANDS: &[&str] = &[
     "delete_session",
     "export_session",
     "import_session",
+    "list_facts",
+    "add_fact",
+    "update_fact",
+    "delete_fact",
+    "search_memory",
 ];
 
 fn main() {

@@ -7,6 +7,7 @@ use hark_core::audio::{list_devices as audio_devices, DeviceInfo};
 use hark_core::conversation::{HistorySettings, PanelView, Prompt, PromptMessage};
 use hark_core::secrets::{self, KeySource};
 use hark_core::session::voice::{VoiceCommand, VoiceEvent};
+use hark_core::store::memory::{Fact, SearchHit};
 use hark_core::store::{export, import, SessionInfo};
 use serde::Serialize;
 use tauri::ipc::Channel;
@@ -169,13 +170,13 @@ pub async fn test_connection(state: State<'_, AppState>, provider: String) -> Cm
         "anthropic" | "openai" => {
             let kind: hark_core::provider::ProviderKind =
                 provider.parse().map_err(|e: String| CommandError::new("settings", e))?;
-            if s.llm_provider != kind {
-                s.llm_provider = kind;
-                s.llm_model = kind.default_model().into();
+            if crate::runtime::llm(&s, &state.keychain) != crate::settings::Llm::Cloud(kind) {
+                // Test the provider's public endpoint and default model with its key.
+                s.llm_model = String::new();
                 s.llm_base_url = None;
             }
             s.max_tokens = 16;
-            let model = crate::runtime::model(&s, &state.keychain)?;
+            let model = crate::runtime::model(&s, &state.keychain, kind)?;
             let prompt = Prompt {
                 system: String::new(),
                 messages: vec![PromptMessage::User {
@@ -262,6 +263,7 @@ pub async fn export_session(state: State<'_, AppState>, path: PathBuf, format: S
     let session = state.store.load_session(&id)?;
     let text = match format.as_str() {
         "md" | "markdown" => export::to_markdown(&session),
+        "deepgram" => export::to_deepgram(&session),
         _ => export::to_json(&session),
     };
     std::fs::write(&path, text)
@@ -276,4 +278,39 @@ pub async fn import_session(state: State<'_, AppState>, path: PathBuf) -> CmdRes
     let (_, session) = import::parse(&text)?;
     state.store.insert_session(&session)?;
     state.switch(Some(session.meta.id.clone())).await
+}
+
+// ---- the Memory view (rule 12) ---------------------------------------------------------------
+
+/// Every remembered fact, oldest first.
+#[tauri::command]
+pub fn list_facts(state: State<'_, AppState>) -> CmdResult<Vec<Fact>> {
+    Ok(state.store.facts()?)
+}
+
+/// Remembers a fact typed in the Memory view; returns the new list.
+#[tauri::command]
+pub fn add_fact(state: State<'_, AppState>, text: String) -> CmdResult<Vec<Fact>> {
+    state.store.add_fact(&text, None)?;
+    Ok(state.store.facts()?)
+}
+
+/// Rewrites a fact; returns the new list. The next turn recalls the new text.
+#[tauri::command]
+pub fn update_fact(state: State<'_, AppState>, id: String, text: String) -> CmdResult<Vec<Fact>> {
+    state.store.update_fact(&id, &text)?;
+    Ok(state.store.facts()?)
+}
+
+/// Forgets a fact; returns the new list.
+#[tauri::command]
+pub fn delete_fact(state: State<'_, AppState>, id: String) -> CmdResult<Vec<Fact>> {
+    state.store.delete_fact(&id)?;
+    Ok(state.store.facts()?)
+}
+
+/// Full-text search over every session's messages.
+#[tauri::command]
+pub fn search_memory(state: State<'_, AppState>, query: String) -> CmdResult<Vec<SearchHit>> {
+    Ok(state.store.search_messages(&query, None, 30)?)
 }

@@ -49,4 +49,13 @@ impl From<hark_core::store::import::ImportError> for CommandError {
     }
 }
 
+impl From<hark_core::store::memory::MemoryError> for CommandError {
+    fn from(e: hark_core::store::memory::MemoryError) -> Self {
+        match e {
+            hark_core::store::memory::MemoryError::Store(e) => e.into(),
+            e => Self::new("memory", e.to_string()),
+        }
+    }
+}
+
 pub type CmdResult<T> = Result<T, CommandError>;

@@ -87,7 +87,8 @@ impl AppState {
             &self.keychain,
             session.as_deref(),
             self.events.clone(),
-        )?;
+        )
+        .await?;
         let id = new.session_id.clone();
         *lock(&self.commands) = Some(new.commands.clone());
         *rt = Some(new);
@@ -170,13 +171,24 @@ pub fn run() {
                 }
             });
             let handle = app.handle().clone();
-            tauri::async_runtime::block_on(async move {
+            let start = async move {
                 let state = handle.state::<AppState>();
-                if let Err(e) = state.switch(last).await {
-                    problems.push(e);
+                match state.switch(last).await {
+                    Ok(id) => {
+                        let _ = state.events.send(VoiceEvent::SessionReady { session_id: id });
+                    }
+                    Err(e) => problems.push(e),
                 }
                 lock(&state.problems).extend(problems);
-            });
+            };
+            let settings = lock(&app.state::<AppState>().settings).clone();
+            if runtime::missing_models(&settings, &app.state::<AppState>().keychain).is_empty() {
+                tauri::async_runtime::block_on(start);
+            } else {
+                // First run offline: the window opens at once and shows the download's
+                // progress; the session starts when the models are in place.
+                tauri::async_runtime::spawn(start);
+            }
             Ok(())
         })
         .invoke_handler(tauri::generate_handler![
@@ -199,6 +211,11 @@ pub fn run() {
             commands::delete_session,
             commands::export_session,
             commands::import_session,
+            commands::list_facts,
+            commands::add_fact,
+            commands::update_fact,
+            commands::delete_fact,
+            commands::search_memory,
         ])
         .run(tauri::generate_context!());
     if let Err(e) = result {

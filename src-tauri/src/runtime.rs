@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use hark_core::audio::playback::{AudioOut, ClockOut, Speaker};
+use hark_core::local::LocalLlm;
+use hark_core::models::{Manifest, ModelKind, ModelSpec, ModelStore, Progress};
 use hark_core::provider::{ChatModel, ProviderConfig, ProviderKind};
 use hark_core::secrets::Keychain;
 use hark_core::session::voice::{self, Voice, VoiceCommand, VoiceEvent};
@@ -14,6 +16,7 @@ use hark_core::stt::deepgram::{DeepgramConfig, DeepgramStt};
 use hark_core::stt::openai::OpenAiStt;
 use hark_core::stt::whisper::{models_dir, WhisperStt, DEFAULT_MODEL};
 use hark_core::stt::{SttKind, Transcriber};
+use hark_core::tools::Toolbox;
 use hark_core::tts::remote::{DeepgramTts, OpenAiTts};
 use hark_core::tts::system::SystemVoice;
 use hark_core::tts::{Synthesizer, TtsKind};
@@ -21,25 +24,96 @@ use tokio::sync::mpsc;
 use unavailable::UnavailableStt;
 
 use crate::error::{CmdResult, CommandError};
-use crate::settings::AppSettings;
+use crate::settings::{AppSettings, Llm};
 
-/// A running session: the actor's command sender and task.
+/// A running session: the actor's command sender and task, and the offline model's
+/// server when the session uses it (stopped when the runtime is dropped).
 pub struct Runtime {
     pub session_id: String,
     pub commands: mpsc::UnboundedSender<VoiceCommand>,
     pub task: tokio::task::JoinHandle<ChatSession>,
+    /// Held for its lifetime: dropping it stops the server.
+    pub _local: Option<LocalLlm>,
 }
 
-/// The language model the settings describe.
-pub fn model(s: &AppSettings, kc: &Keychain) -> CmdResult<Box<dyn ChatModel>> {
-    let mut c = ProviderConfig::new(s.llm_provider);
+/// What the settings mean, given the keys present.
+pub fn llm(s: &AppSettings, kc: &Keychain) -> Llm {
+    s.llm(|k| kc.value(k.as_str()).is_some())
+}
+
+/// A cloud (or OpenAI-compatible server) language model from the settings.
+pub fn model(s: &AppSettings, kc: &Keychain, kind: ProviderKind) -> CmdResult<Box<dyn ChatModel>> {
+    let mut c = ProviderConfig::new(kind);
     if let Some(url) = s.llm_base_url.as_ref().filter(|u| !u.trim().is_empty()) {
         c.base_url = url.trim().to_string();
     }
-    c.model = s.llm_model.clone();
+    if !s.llm_model.trim().is_empty() {
+        c.model = s.llm_model.trim().to_string();
+    }
     c.max_tokens = s.max_tokens;
-    c.api_key = kc.value(s.llm_provider.as_str());
+    c.api_key = kc.value(kind.as_str());
     Ok(c.build()?)
+}
+
+/// Progress of a model fetch, as an event for the window's progress banner.
+fn progress_events(events: &mpsc::UnboundedSender<VoiceEvent>) -> impl Fn(Progress) + Send + Sync {
+    let events = events.clone();
+    let last = std::sync::Mutex::new((String::new(), u64::MAX));
+    move |p: Progress| {
+        // At most one event per percent.
+        let pct = (p.done * 100).checked_div(p.total).unwrap_or(0);
+        let mut l = last.lock().unwrap_or_else(|e| e.into_inner());
+        if l.0 == p.model && l.1 == pct {
+            return;
+        }
+        *l = (p.model.clone(), pct);
+        let _ = events.send(VoiceEvent::ModelProgress {
+            model: p.model,
+            phase: p.phase,
+            done: p.done,
+            total: p.total,
+        });
+    }
+}
+
+/// The offline models these settings need and that are not downloaded yet.
+pub fn missing_models(s: &AppSettings, kc: &Keychain) -> Vec<ModelSpec> {
+    let manifest = Manifest::builtin();
+    let store = ModelStore::default_dir();
+    let mut want = Vec::new();
+    if llm(s, kc) == Llm::Local {
+        want.extend(local_spec(s, &manifest).ok().cloned());
+    }
+    if s.stt == "whisper" && s.whisper_model.is_none() {
+        want.extend(manifest.default_for(ModelKind::Stt).cloned());
+    }
+    want.retain(|m| !store.is_ready(m));
+    want
+}
+
+fn local_spec<'m>(s: &AppSettings, manifest: &'m Manifest) -> CmdResult<&'m ModelSpec> {
+    let spec = match &s.local_model {
+        Some(id) => manifest
+            .find(id)
+            .map_err(|e| CommandError::new("settings", e.to_string()))?,
+        None => manifest
+            .default_for(ModelKind::Llm)
+            .ok_or_else(|| CommandError::new("settings", "the model manifest has no default chat model"))?,
+    };
+    Ok(spec)
+}
+
+/// Fetches the models the settings need (first use), reporting progress as events.
+pub async fn fetch_models(s: &AppSettings, kc: &Keychain, events: &mpsc::UnboundedSender<VoiceEvent>) -> CmdResult<()> {
+    let store = ModelStore::default_dir();
+    let progress = progress_events(events);
+    for spec in missing_models(s, kc) {
+        store
+            .ensure(&spec, &progress)
+            .await
+            .map_err(|e| CommandError::new("model", e.to_string()))?;
+    }
+    Ok(())
 }
 
 fn deepgram(s: &AppSettings, kc: &Keychain) -> DeepgramConfig {
@@ -135,21 +209,42 @@ pub fn voice(s: &AppSettings, kc: &Keychain) -> (Voice, Vec<CommandError>) {
     (Voice { stt, tts, out }, problems)
 }
 
-/// Opens (or creates) the session and starts its actor.
-pub fn start(
+/// Opens (or creates) the session and starts its actor; fetches the offline models first
+/// if the settings need them and they are not there yet.
+pub async fn start(
     store: &Arc<Store>,
     s: &AppSettings,
     kc: &Keychain,
     session: Option<&str>,
     events: mpsc::UnboundedSender<VoiceEvent>,
 ) -> CmdResult<(Runtime, Vec<CommandError>)> {
-    let model = model(s, kc)?;
+    fetch_models(s, kc, &events).await?;
+    let (model, local) = match llm(s, kc) {
+        Llm::Cloud(kind) => (model(s, kc, kind)?, None),
+        Llm::Local => {
+            let manifest = Manifest::builtin();
+            let spec = local_spec(s, &manifest)?;
+            let path = ModelStore::default_dir().path(spec);
+            let local = LocalLlm::start(&path, &spec.id, hark_core::local::DEFAULT_CONTEXT).await?;
+            let mut c = local.config();
+            c.max_tokens = s.max_tokens;
+            (c.build()?, Some(local))
+        }
+    };
     let mut chat = match session {
         Some(id) => ChatSession::resume(store.clone(), id, model)?,
         None => ChatSession::create(store.clone(), model, &s.system_prompt, Default::default())?,
     };
     chat.set_reply_budget(s.max_tokens);
     chat.set_summarization(s.summarize);
+    chat.set_recall(s.recall);
+    // Small local models do not call tools reliably: they get none.
+    if s.tools && local.is_none() {
+        chat.set_tools(Toolbox::builtin());
+    }
+    if let Some(l) = &local {
+        chat.set_model_window(l.context_window());
+    }
     let (voice, problems) = voice(s, kc);
     let session_id = chat.id().to_string();
     let (commands, task) = voice::spawn(chat, voice, s.ptt_mode, s.input_device.clone(), events);
@@ -158,6 +253,7 @@ pub fn start(
             session_id,
             commands,
             task,
+            _local: local,
         },
         problems,
     ))

@@ -7,12 +7,57 @@ use hark_core::provider::ProviderKind;
 use hark_core::session::ptt::PttMode;
 use serde::{Deserialize, Serialize};
 
+/// Which language model the app uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LlmChoice {
+    /// A cloud provider with a key (Anthropic first), an OpenAI-compatible server when a
+    /// base URL is set, and otherwise the offline model.
+    #[default]
+    Auto,
+    Anthropic,
+    #[serde(rename = "openai")]
+    OpenAi,
+    /// The offline model (llama.cpp through `hark-llm`).
+    Local,
+}
+
+/// What [`LlmChoice`] comes to once keys are known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Llm {
+    Cloud(ProviderKind),
+    Local,
+}
+
+impl AppSettings {
+    /// The language model these settings mean, given which keys are present.
+    pub fn llm(&self, has_key: impl Fn(ProviderKind) -> bool) -> Llm {
+        match self.llm_provider {
+            LlmChoice::Anthropic => Llm::Cloud(ProviderKind::Anthropic),
+            LlmChoice::OpenAi => Llm::Cloud(ProviderKind::OpenAi),
+            LlmChoice::Local => Llm::Local,
+            LlmChoice::Auto => {
+                if self.llm_base_url.as_ref().is_some_and(|u| !u.trim().is_empty()) {
+                    return Llm::Cloud(ProviderKind::OpenAi);
+                }
+                [ProviderKind::Anthropic, ProviderKind::OpenAi]
+                    .into_iter()
+                    .find(|&k| has_key(k))
+                    .map_or(Llm::Local, Llm::Cloud)
+            }
+        }
+    }
+}
+
 /// Everything the Settings view edits.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct AppSettings {
-    pub llm_provider: ProviderKind,
+    pub llm_provider: LlmChoice,
+    /// Model name for a cloud provider; empty: the provider's default.
     pub llm_model: String,
+    /// The offline chat model (id in the models manifest); `None`: the manifest's default.
+    pub local_model: Option<String>,
     /// Endpoint override (proxy, Ollama, LM Studio, llama.cpp server).
     pub llm_base_url: Option<String>,
     /// Reply budget in tokens.
@@ -36,6 +81,10 @@ pub struct AppSettings {
     pub ptt_mode: PttMode,
     /// Fold turns that leave the context into a running summary (rule 11).
     pub summarize: bool,
+    /// Recall remembered facts and matching earlier conversations each turn (rule 12).
+    pub recall: bool,
+    /// Offer the model the built-in tools (time, remember/forget, search past conversations).
+    pub tools: bool,
     /// The session to reopen at start.
     pub last_session: Option<String>,
 }
@@ -43,8 +92,9 @@ pub struct AppSettings {
 impl Default for AppSettings {
     fn default() -> Self {
         Self {
-            llm_provider: ProviderKind::Anthropic,
-            llm_model: ProviderKind::Anthropic.default_model().into(),
+            llm_provider: LlmChoice::Auto,
+            llm_model: String::new(),
+            local_model: None,
             llm_base_url: None,
             max_tokens: 1024,
             system_prompt: "You are Hark, a helpful voice assistant. Answer in one to three short spoken sentences."
@@ -60,6 +110,8 @@ impl Default for AppSettings {
             shortcut: "CommandOrControl+Shift+Space".into(),
             ptt_mode: PttMode::Hold,
             summarize: false,
+            recall: true,
+            tools: true,
             last_session: None,
         }
     }
@@ -96,4 +148,24 @@ pub fn save(s: &AppSettings) -> Result<(), String> {
     let text = serde_json::to_string_pretty(s).map_err(|e| e.to_string())?;
     std::fs::write(&tmp, text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
     std::fs::rename(&tmp, path()).map_err(|e| format!("cannot save settings: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_picks_a_keyed_provider_else_a_base_url_else_offline() {
+        let mut s = AppSettings::default();
+        assert_eq!(s.llm(|_| false), Llm::Local, "no key at all: offline");
+        assert_eq!(s.llm(|k| k == ProviderKind::OpenAi), Llm::Cloud(ProviderKind::OpenAi));
+        assert_eq!(s.llm(|_| true), Llm::Cloud(ProviderKind::Anthropic));
+        s.llm_base_url = Some("http://127.0.0.1:11434/v1".into());
+        assert_eq!(s.llm(|_| false), Llm::Cloud(ProviderKind::OpenAi));
+        s.llm_provider = LlmChoice::Local;
+        assert_eq!(s.llm(|_| true), Llm::Local);
+        // Settings files from before "auto" existed still read.
+        let old: AppSettings = serde_json::from_str(r#"{"llm_provider": "openai", "llm_model": "gpt-4o"}"#).unwrap();
+        assert_eq!(old.llm_provider, LlmChoice::OpenAi);
+    }
 }

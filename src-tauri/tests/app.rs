@@ -125,6 +125,10 @@ async fn speak_with(c: &Client, wav: &Path, how: Ptt) {
     press(c, how).await;
 }
 
+async fn click(c: &Client, css: &str) {
+    c.find(Locator::Css(css)).await.unwrap().click().await.unwrap();
+}
+
 async fn screenshot(c: &Client, name: &str) {
     if let Some(dir) = std::env::var_os("HARK_SCREENSHOTS") {
         let png = c.screenshot().await.unwrap();
@@ -145,36 +149,22 @@ fn files_containing(dir: &Path, needle: &[u8], found: &mut Vec<PathBuf>) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_desktop_app_end_to_end() {
-    if !environment_expected() {
-        return;
-    }
-    let Some(model) = whisper_model() else { return };
-    let llm = FakeLlm::openai(None);
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("config");
-    std::fs::create_dir_all(&config).unwrap();
-    let settings = json!({
-        "llm_provider": "openai", "llm_model": "local", "llm_base_url": llm.base_url(),
-        "stt": "whisper", "whisper_model": model, "tts": "system", "ptt_mode": "toggle",
-        "shortcut": "Ctrl+Alt+Shift+F9", "max_tokens": 256, "summarize": true,
-    });
-    std::fs::write(config.join("settings.json"), settings.to_string()).unwrap();
-    let (u1, u2) = (dir.path().join("u1.wav"), dir.path().join("u2.wav"));
-    espeak_wav("My name is Sam.", &u1);
-    espeak_wav("Tell me, what is my name?", &u2);
-    let service = format!("hark-app-test-{}", std::process::id());
+/// The tests share one virtual microphone and speaker: one app at a time.
+static ONE_APP: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
+/// Starts the app under tauri-driver with its own config dir, database and keychain
+/// service, and no API keys in the environment.
+async fn open_app(config: &Path, db: &Path, service: &str) -> (Driver, Client) {
     let port = free_port();
     let driver = Driver(
         Command::new("tauri-driver")
             .args(["--port", &port.to_string(), "--native-port", &free_port().to_string()])
-            .env("HARK_CONFIG_DIR", &config)
-            .env("HARK_DB", dir.path().join("hark.db"))
-            .env("HARK_KEYCHAIN_SERVICE", &service)
+            .env("HARK_CONFIG_DIR", config)
+            .env("HARK_DB", db)
+            .env("HARK_KEYCHAIN_SERVICE", service)
             .env_remove("ANTHROPIC_API_KEY")
             .env_remove("OPENAI_API_KEY")
+            .env_remove("DEEPGRAM_API_KEY")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -195,6 +185,33 @@ async fn the_desktop_app_end_to_end() {
         .connect(&format!("http://127.0.0.1:{port}"))
         .await
         .expect("a WebDriver session with the app");
+    (driver, c)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_desktop_app_end_to_end() {
+    if !environment_expected() {
+        return;
+    }
+    let _one = ONE_APP.lock().await;
+    let Some(model) = whisper_model() else { return };
+    let llm = FakeLlm::openai(None);
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config");
+    std::fs::create_dir_all(&config).unwrap();
+    let settings = json!({
+        "llm_provider": "openai", "llm_model": "local", "llm_base_url": llm.base_url(),
+        "stt": "whisper", "whisper_model": model, "tts": "system", "ptt_mode": "toggle",
+        "shortcut": "Ctrl+Alt+Shift+F9", "max_tokens": 256, "summarize": true,
+        // Recall is switched on later in the test, after the Memory view has a fact.
+        "recall": false,
+    });
+    std::fs::write(config.join("settings.json"), settings.to_string()).unwrap();
+    let (u1, u2) = (dir.path().join("u1.wav"), dir.path().join("u2.wav"));
+    espeak_wav("My name is Sam.", &u1);
+    espeak_wav("Tell me, what is my name?", &u2);
+    let service = format!("hark-app-test-{}", std::process::id());
+    let (driver, c) = open_app(&config, &dir.path().join("hark.db"), &service).await;
 
     wait_js(&c, "the window", "return document.body.dataset.ready === 'true'", |v| {
         v == true
@@ -340,6 +357,112 @@ async fn the_desktop_app_end_to_end() {
         "voice metrics exported"
     );
 
+    // The Memory view: add, edit and forget facts, search past conversations; the database
+    // holds exactly what the view shows.
+    let db = dir.path().join("hark.db");
+    let facts_in_db = || -> Vec<String> {
+        let store = hark_core::store::Store::open(&db).unwrap();
+        store.facts().unwrap().into_iter().map(|f| f.text).collect()
+    };
+    let facts_shown = "return Array.from(document.querySelectorAll('#facts .fact-text')).map(i => i.value)";
+    click(&c, "#open-memory").await;
+    wait_js(
+        &c,
+        "the memory view",
+        "return document.querySelector('#facts').innerText",
+        |v| v.as_str().is_some_and(|t| t.trim() == "Nothing remembered yet."),
+    )
+    .await;
+    for fact in ["My name is Ada.", "I live in Paris."] {
+        let input = c.find(Locator::Css("#new-fact")).await.unwrap();
+        input.send_keys(fact).await.unwrap();
+        click(&c, "#add-fact").await;
+        wait_js(&c, "the fact listed", facts_shown, |v| {
+            v.as_array().unwrap().iter().any(|t| t == fact)
+        })
+        .await;
+    }
+    let second = c.find(Locator::Css("#facts li:nth-child(2) .fact-text")).await.unwrap();
+    second.clear().await.unwrap();
+    second.send_keys("I live in Lyon.").await.unwrap();
+    click(&c, "#facts li:nth-child(2) .save-fact").await;
+    wait_js(&c, "the edited fact", facts_shown, |v| {
+        v == &json!(["My name is Ada.", "I live in Lyon."])
+    })
+    .await;
+    click(&c, "#facts li:nth-child(2) .forget-fact").await;
+    wait_js(&c, "one fact left", facts_shown, |v| v == &json!(["My name is Ada."])).await;
+    assert_eq!(facts_in_db(), ["My name is Ada."]);
+    // A bad fact is refused with a banner naming the problem; nothing changes.
+    click(&c, "#add-fact").await;
+    wait_js(
+        &c,
+        "the empty-fact banner",
+        "return document.querySelector('#banners').innerText",
+        |v| v.as_str().unwrap_or_default().contains("a fact cannot be empty"),
+    )
+    .await;
+    assert_eq!(facts_in_db(), ["My name is Ada."]);
+    let q = c.find(Locator::Css("#memory-query")).await.unwrap();
+    q.send_keys("name").await.unwrap();
+    click(&c, "#search-memory").await;
+    let hits = wait_js(
+        &c,
+        "search results",
+        "return document.querySelector('#search-results').innerText",
+        |v| v.as_str().unwrap_or_default().to_lowercase().contains("my name is sam"),
+    )
+    .await;
+    assert!(hits.as_str().unwrap().contains("You"), "{hits}");
+    screenshot(&c, "memory.png").await;
+    click(&c, "#memory-close").await;
+
+    // Recall on (Settings): the next spoken turn is answered from the remembered fact, which
+    // the history panel shows beside the system prompt; the context list stays as it was.
+    click(&c, "#open-settings").await;
+    // The dialog fills its fields when it opens: change them only after that.
+    wait_js(
+        &c,
+        "the settings open",
+        "return document.querySelector('#settings').open",
+        |v| v == true,
+    )
+    .await;
+    js(
+        &c,
+        "document.querySelector('select[name=recall]').value = 'true'; return true",
+    )
+    .await;
+    // The Save button sits below the fold of the dialog on the virtual display.
+    js(&c, "document.querySelector('#settings-save').click(); return true").await;
+    wait_js(
+        &c,
+        "the settings closed",
+        "return document.querySelector('#settings').open",
+        |v| v == false,
+    )
+    .await;
+    phase(&c, "idle").await;
+    speak(&c, &u2).await;
+    wait_js(&c, "the recalled answer", HISTORY, |v| {
+        in_context(v).last().is_some_and(|t| t == "Your name is Ada.")
+    })
+    .await;
+    let recall = js(
+        &c,
+        "return document.querySelector('#recall-block').hidden ? null : document.querySelector('#recall').textContent",
+    )
+    .await;
+    assert!(
+        recall.as_str().unwrap_or_default().contains("- My name is Ada."),
+        "{recall}"
+    );
+    assert!(
+        llm.last_turn().system().unwrap().contains("- My name is Ada."),
+        "the request carried the fact beside the system prompt"
+    );
+    phase(&c, "idle").await;
+
     // A key saved in Settings goes to the Secret Service and into no file the app wrote.
     let key = "sk-ant-entered-in-settings-4f9c2e";
     c.find(Locator::Css("#open-settings"))
@@ -348,6 +471,18 @@ async fn the_desktop_app_end_to_end() {
         .click()
         .await
         .unwrap();
+    wait_js(
+        &c,
+        "the settings open",
+        "return document.querySelector('#settings').open",
+        |v| v == true,
+    )
+    .await;
+    js(
+        &c,
+        "document.querySelector('#key-anthropic').scrollIntoView(); return true",
+    )
+    .await;
     let input = c.wait().for_element(Locator::Css("#key-anthropic")).await.unwrap();
     input.send_keys(key).await.unwrap();
     c.find(Locator::Css("#save-key-anthropic"))
@@ -384,4 +519,75 @@ async fn the_desktop_app_end_to_end() {
         files_containing(Path::new(&home), key.as_bytes(), &mut found);
     }
     assert!(found.is_empty(), "the key is in files the app wrote: {found:?}");
+}
+
+/// What the README's run command gives on a fresh machine with no API key: the app starts
+/// with default settings, picks the offline stack (whisper.cpp, the local model through
+/// `hark-llm`, the OS voice), fetching the models on first use, and answers a spoken turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_no_keys_the_app_answers_a_spoken_turn_offline() {
+    if !environment_expected() {
+        return;
+    }
+    let _one = ONE_APP.lock().await;
+    if std::env::var_os("HARK_MODELS_DIR").is_none() {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("CI=true but HARK_MODELS_DIR is not set: run the tests through scripts/test.sh");
+        }
+        eprintln!("HARK_MODELS_DIR not set: offline app test skipped");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config");
+    std::fs::create_dir_all(&config).unwrap();
+    // Default settings, except toggle mode, so a click starts and a click stops listening.
+    std::fs::write(config.join("settings.json"), json!({"ptt_mode": "toggle"}).to_string()).unwrap();
+    let u1 = dir.path().join("u1.wav");
+    espeak_wav("My name is Sam.", &u1);
+    let db = dir.path().join("hark.db");
+    let service = format!("hark-offline-app-test-{}", std::process::id());
+    let (driver, c) = open_app(&config, &db, &service).await;
+
+    // Ready once the models are in place (downloaded now if this is their first use).
+    wait_js(&c, "the window", "return document.body.dataset.ready === 'true'", |v| {
+        v == true
+    })
+    .await;
+    wait_js(
+        &c,
+        "the session (after any model download)",
+        "return document.querySelector('#model-progress') === null && document.querySelector('#system').textContent.length > 0",
+        |v| v == true,
+    )
+    .await;
+    let banners = js(&c, "return document.querySelector('#banners').innerText").await;
+    let banners = banners.as_str().unwrap_or_default();
+    assert!(
+        !banners.contains("model") && !banners.contains("key") && !banners.contains("speech"),
+        "{banners}"
+    );
+
+    speak(&c, &u1).await;
+    let h = wait_js(&c, "the offline reply in the panel", HISTORY, |v| {
+        in_context(v).len() == 2 && !in_context(v)[1].trim().is_empty()
+    })
+    .await;
+    let ctx = in_context(&h);
+    assert!(ctx[0].to_lowercase().contains("my name is sam"), "{ctx:?}");
+    phase(&c, "idle").await;
+    let transcript = js(&c, "return document.querySelector('#transcript').innerText").await;
+    assert!(transcript.as_str().unwrap().contains(ctx[1].trim()), "{transcript}");
+    c.close().await.unwrap();
+    drop(driver);
+
+    // The record: the offline model answered, with its reported usage and voice metrics.
+    let store = hark_core::store::Store::open(&db).unwrap();
+    let session = store.list_sessions().unwrap().remove(0);
+    assert_eq!(session.model.as_deref(), Some("qwen2.5-coder-1.5b"));
+    let stored = store.load_session(&session.id).unwrap();
+    let hark_core::conversation::MessageKind::Assistant(a) = &stored.messages[1].kind else {
+        panic!("{:?}", stored.messages)
+    };
+    assert!(a.usage.unwrap().input_tokens.unwrap() > 0);
+    assert!(a.latency.unwrap().first_audio_out_ms.is_some(), "the reply was played");
 }

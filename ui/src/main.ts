@@ -27,6 +27,7 @@ interface Panel {
   model: string;
   system_prompt: string;
   summary: string | null;
+  recall: string | null;
   settings: { enabled: boolean; max_turns: number; max_context_tokens: number | null };
   entries: PanelEntry[];
   hidden_entries: number;
@@ -52,11 +53,15 @@ type VoiceEvent =
   | { type: "thinking_started" }
   | { type: "reply_delta"; text: string }
   | { type: "speaking_started" }
+  | { type: "tool_started"; name: string }
+  | { type: "tool_finished"; name: string; state: string }
   | { type: "reply_interrupted"; heard: string; generated: string; heard_ms: number }
   | { type: "turn_finished"; reply: string; metrics: Metrics }
   | { type: "context_changed"; panel: Panel }
   | { type: "failed"; kind: string; message: string; next_step: string }
-  | { type: "idle" };
+  | { type: "idle" }
+  | { type: "model_progress"; model: string; phase: string; done: number; total: number }
+  | { type: "session_ready"; session_id: string };
 interface CommandError {
   kind: string;
   message: string;
@@ -84,6 +89,19 @@ interface SessionInfo {
   title: string | null;
   updated_at: string;
   messages: number;
+}
+interface Fact {
+  id: string;
+  text: string;
+  created_at: string;
+  updated_at: string;
+}
+interface SearchHit {
+  session_id: string;
+  session_title: string | null;
+  kind: string;
+  text: string;
+  created_at: string;
 }
 interface DeviceInfo {
   id: string;
@@ -187,6 +205,8 @@ function renderPanel(p: Panel) {
   $("#system").textContent = p.system_prompt || "(none)";
   $("#summary-block").hidden = !p.summary;
   $("#summary").textContent = p.summary || "";
+  $("#recall-block").hidden = !p.recall;
+  $("#recall").textContent = p.recall || "";
   const list = $("#history");
   list.replaceChildren();
   if (p.hidden_entries > 0) list.append(el("li", "out-of-context", `… ${p.hidden_entries} older entries in the record`));
@@ -215,6 +235,28 @@ function renderPanel(p: Panel) {
   $("#fill-label").textContent =
     `${p.context_tokens} / ${p.model_window} tokens · ${p.context_turns} turns` +
     (p.dropped_turns ? ` (${p.dropped_turns} outside)` : "");
+}
+
+// ---- first-run model download ----------------------------------------------------------------
+
+function modelProgress(model: string, phase: string, done: number, total: number) {
+  let b = document.querySelector<HTMLElement>("#model-progress");
+  if (!b) {
+    b = el("div", "banner progress");
+    b.id = "model-progress";
+    b.append(el("span", "what"), el("progress"), el("span", "figures"));
+    $("#banners").prepend(b);
+  }
+  const pct = total > 0 ? Math.min(100, Math.floor((done * 100) / total)) : 0;
+  const verb = phase === "downloading" ? "Downloading" : phase === "verifying" ? "Checking" : "Preparing";
+  (b.querySelector(".what") as HTMLElement).textContent =
+    `${verb} the offline model ${model} (once; Hark then runs without any API key)`;
+  const bar = b.querySelector("progress") as HTMLProgressElement;
+  bar.max = 100;
+  bar.value = pct;
+  (b.querySelector(".figures") as HTMLElement).textContent =
+    `${pct}% · ${(done / 1e6).toFixed(0)} / ${(total / 1e6).toFixed(0)} MB`;
+  setPhase("preparing");
 }
 
 // ---- events from the voice session ---------------------------------------------------------
@@ -251,6 +293,14 @@ function onEvent(e: VoiceEvent) {
     case "speaking_started":
       setPhase("speaking");
       break;
+    case "tool_started":
+      setPhase("thinking");
+      $("#state").textContent = `using ${e.name.replace(/_/g, " ")}…`;
+      break;
+    case "tool_finished":
+      // The call and its result appear in the history panel with the next context_changed.
+      $("#state").textContent = e.state === "done" ? "thinking" : `${e.name.replace(/_/g, " ")}: ${e.state}`;
+      break;
     case "reply_interrupted": {
       const line = replyLine();
       line.classList.add("interrupted");
@@ -278,6 +328,16 @@ function onEvent(e: VoiceEvent) {
       break;
     case "idle":
       setPhase("idle");
+      break;
+    case "model_progress":
+      modelProgress(e.model, e.phase, e.done, e.total);
+      break;
+    case "session_ready":
+      $("#model-progress")?.remove();
+      void call<AppStateView>("app_state").then((st) => {
+        if (st) apply(st);
+        void loadSessions();
+      });
       break;
   }
 }
@@ -345,10 +405,11 @@ async function switched(id: string | undefined) {
   await call("refresh");
 }
 
-async function exportAs(format: "json" | "md") {
+async function exportAs(format: "json" | "md" | "deepgram") {
+  const ext = format === "md" ? "md" : "json";
   const path = await save({
-    defaultPath: `hark-conversation.${format}`,
-    filters: [{ name: format === "json" ? "JSON" : "Markdown", extensions: [format] }],
+    defaultPath: format === "deepgram" ? "hark-deepgram-settings.json" : `hark-conversation.${ext}`,
+    filters: [{ name: ext === "json" ? "JSON" : "Markdown", extensions: [ext] }],
   });
   if (path) await call("export_session", { path, format });
 }
@@ -365,6 +426,7 @@ function setupSessions() {
   });
   $("#export-json").addEventListener("click", () => exportAs("json"));
   $("#export-md").addEventListener("click", () => exportAs("md"));
+  $("#export-deepgram").addEventListener("click", () => exportAs("deepgram"));
   $("#import").addEventListener("click", async () => {
     const path = await open({ multiple: false, filters: [{ name: "Conversation", extensions: ["json", "jsonc"] }] });
     if (typeof path === "string") await switched(await call<string>("import_session", { path }));
@@ -461,12 +523,82 @@ function setupSettings() {
       if (!f) continue;
       const v = f.value.trim();
       next[k] =
-        k === "max_tokens" ? Number(v) : k === "summarize" ? v === "true" : v === "" && k !== "system_prompt" ? null : v;
+        k === "max_tokens"
+          ? Number(v)
+          : BOOLEAN_SETTINGS.includes(k)
+            ? v === "true"
+            : v === "" && !["system_prompt", "llm_model"].includes(k)
+              ? null
+              : v;
     }
     const st = await call<AppStateView>("save_settings", { settings: next });
     if (st) {
       apply(st);
       dialog.close();
+    }
+  });
+}
+
+const BOOLEAN_SETTINGS = ["summarize", "recall", "tools"];
+
+// ---- memory (rule 12) ------------------------------------------------------------------------
+
+function renderFacts(facts: Fact[]) {
+  const list = $("#facts");
+  list.replaceChildren();
+  if (facts.length === 0) list.append(el("li", "empty", "Nothing remembered yet."));
+  for (const f of facts) {
+    const li = el("li", "fact");
+    li.dataset.id = f.id;
+    const input = el("input", "fact-text") as HTMLInputElement;
+    input.value = f.text;
+    input.maxLength = 500;
+    input.setAttribute("aria-label", "Remembered fact");
+    const saveBtn = el("button", "save-fact small", "Save");
+    saveBtn.addEventListener("click", async () => {
+      const next = await call<Fact[]>("update_fact", { id: f.id, text: input.value });
+      if (next) renderFacts(next);
+    });
+    const forget = el("button", "forget-fact small danger", "Forget");
+    forget.addEventListener("click", async () => {
+      const next = await call<Fact[]>("delete_fact", { id: f.id });
+      if (next) renderFacts(next);
+    });
+    li.append(input, saveBtn, forget, el("span", "when", f.updated_at.slice(0, 10)));
+    list.append(li);
+  }
+}
+
+function setupMemory() {
+  const dialog = $<HTMLDialogElement>("#memory");
+  $("#open-memory").addEventListener("click", async () => {
+    renderFacts((await call<Fact[]>("list_facts")) ?? []);
+    $("#search-results").replaceChildren();
+    dialog.showModal();
+  });
+  $("#memory-close").addEventListener("click", () => dialog.close());
+  $("#add-fact-form").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const input = $<HTMLInputElement>("#new-fact");
+    const next = await call<Fact[]>("add_fact", { text: input.value });
+    if (next) {
+      renderFacts(next);
+      input.value = "";
+    }
+  });
+  $("#search-form").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const hits = (await call<SearchHit[]>("search_memory", { query: $<HTMLInputElement>("#memory-query").value })) ?? [];
+    const list = $("#search-results");
+    list.replaceChildren();
+    if (hits.length === 0) list.append(el("li", "empty", "Nothing matches."));
+    for (const h of hits) {
+      const li = el("li", `hit ${h.kind}`);
+      li.append(
+        el("span", "role", `${h.created_at.slice(0, 16).replace("T", " ")} · ${h.session_title ?? "conversation"} · ${h.kind === "user" ? "You" : "Hark"}`),
+        el("span", "text", h.text),
+      );
+      list.append(li);
     }
   });
 }
@@ -488,6 +620,7 @@ async function start() {
   setupPtt();
   setupSessions();
   setupSettings();
+  setupMemory();
   $("#max-turns").addEventListener("input", (e) => {
     const n = Number((e.target as HTMLInputElement).value);
     $("#max-turns-label").textContent = n === 0 ? "all" : String(n);
