@@ -9,7 +9,6 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait_free::SlowTool;
 use common::*;
 use hark_core::conversation::{HistorySettings, MessageKind, ToolState};
 use hark_core::provider::ErrorKind;
@@ -17,33 +16,6 @@ use hark_core::session::{ChatSession, TurnError, TurnEvent, MAX_TOOL_ROUNDS};
 use hark_core::tools::Toolbox;
 use hark_e2e::Behaviour;
 use tokio_util::sync::CancellationToken;
-
-/// A tool that takes its time, for barge-in tests.
-mod async_trait_free {
-    use std::time::Duration;
-
-    use hark_core::conversation::ToolSpec;
-    use hark_core::tools::{Tool, ToolContext};
-    use serde_json::{json, Value};
-
-    pub struct SlowTool(pub Duration);
-
-    #[async_trait::async_trait]
-    impl Tool for SlowTool {
-        fn spec(&self) -> ToolSpec {
-            ToolSpec {
-                name: "slow_lookup".into(),
-                description: "Looks something up, slowly.".into(),
-                parameters: json!({"type": "object", "properties": {}}),
-            }
-        }
-
-        async fn call(&self, _: &Value, _: &ToolContext) -> Result<String, String> {
-            tokio::time::sleep(self.0).await;
-            Ok("the slow answer is 42".into())
-        }
-    }
-}
 
 fn kinds(s: &ChatSession) -> Vec<&'static str> {
     s.conversation().record().iter().map(|m| m.kind_name()).collect()

@@ -1,5 +1,8 @@
 //! The voice turn loop against loopback providers: a streamed reply is cut into sentences,
-//! spoken through a real-time clock output, and barge-in records what was heard.
+//! spoken through a real-time clock output, and barge-in records what was heard — also
+//! while a tool runs.
+
+mod common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -230,5 +233,76 @@ async fn barge_in_before_anything_was_heard_leaves_the_reply_out_and_merges_the_
             "user".to_string(),
             "Tell me a story\n\nNever mind. What's my name?".to_string()
         )]
+    );
+}
+
+#[tokio::test]
+async fn a_tool_turn_is_spoken_after_the_tool_and_a_barge_in_while_the_tool_runs_cancels_it() {
+    use hark_core::conversation::ToolState;
+    use hark_core::tools::Toolbox;
+
+    let mut r = rig();
+    r.chat
+        .set_tools(Toolbox::builtin().with(common::SlowTool(Duration::from_millis(600))));
+    // A whole tool turn, spoken: the tool's events, then the answer built on its result.
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let spoken = respond(
+        &mut r.chat,
+        &r.voice,
+        &utterance("What time is it?"),
+        &CancellationToken::new(),
+        &tx,
+    )
+    .await
+    .unwrap();
+    assert!(spoken.generated.starts_with("Done: "), "{}", spoken.generated);
+    assert_eq!(spoken.heard.text, spoken.generated);
+    let mut tool_events = Vec::new();
+    while let Ok(e) = rx.try_recv() {
+        match e {
+            VoiceEvent::ToolStarted { name } => tool_events.push(format!("started {name}")),
+            VoiceEvent::ToolFinished { name, state } => tool_events.push(format!("{name} {state}")),
+            _ => {}
+        }
+    }
+    assert_eq!(tool_events, ["started get_current_time", "get_current_time done"]);
+
+    // The user presses again while the slow tool runs.
+    r.llm.push(Behaviour::CallTool {
+        name: "slow_lookup".into(),
+        arguments: "{}".into(),
+    });
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let barge_in = CancellationToken::new();
+    let b = barge_in.clone();
+    tokio::spawn(async move {
+        while let Some(e) = rx.recv().await {
+            if matches!(e, VoiceEvent::ToolStarted { .. }) {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                b.cancel();
+            }
+        }
+    });
+    let spoken = respond(&mut r.chat, &r.voice, &utterance("Look it up"), &barge_in, &tx)
+        .await
+        .unwrap();
+    assert!(spoken.interrupted);
+    assert_eq!(spoken.heard.text, "");
+    let record = r.chat.conversation().record();
+    let MessageKind::ToolResult(t) = &record.last().unwrap().kind else {
+        panic!("{record:?}")
+    };
+    assert_eq!(t.state, ToolState::Cancelled);
+    // The late result becomes a note; the conversation goes on and every request stays
+    // valid for the provider.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    r.chat
+        .send("Thanks anyway.", &CancellationToken::new(), |_| {})
+        .await
+        .unwrap();
+    let sent = r.llm.last().raw_text();
+    assert!(
+        sent.contains("the slow answer is 42") && sent.contains("cancelled"),
+        "{sent}"
     );
 }

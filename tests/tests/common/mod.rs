@@ -67,3 +67,22 @@ pub async fn say(s: &mut ChatSession, text: &str) -> Result<String, TurnError> {
 pub fn mem_store() -> Arc<Store> {
     Arc::new(Store::open_in_memory().unwrap())
 }
+
+/// A tool that takes its time, for barge-in tests: answers "the slow answer is 42".
+pub struct SlowTool(pub Duration);
+
+#[async_trait::async_trait]
+impl hark_core::tools::Tool for SlowTool {
+    fn spec(&self) -> hark_core::conversation::ToolSpec {
+        hark_core::conversation::ToolSpec {
+            name: "slow_lookup".into(),
+            description: "Looks something up, slowly.".into(),
+            parameters: serde_json::json!({"type": "object", "properties": {}}),
+        }
+    }
+
+    async fn call(&self, _: &serde_json::Value, _: &hark_core::tools::ToolContext) -> Result<String, String> {
+        tokio::time::sleep(self.0).await;
+        Ok("the slow answer is 42".into())
+    }
+}
