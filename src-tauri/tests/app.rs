@@ -129,6 +129,18 @@ async fn click(c: &Client, css: &str) {
     c.find(Locator::Css(css)).await.unwrap().click().await.unwrap();
 }
 
+/// Opens Settings and waits until the dialog has filled its fields and shows.
+async fn open_settings(c: &Client) {
+    click(c, "#open-settings").await;
+    wait_js(
+        c,
+        "the settings open",
+        "return document.querySelector('#settings').open",
+        |v| v == true,
+    )
+    .await;
+}
+
 async fn screenshot(c: &Client, name: &str) {
     if let Some(dir) = std::env::var_os("HARK_SCREENSHOTS") {
         let png = c.screenshot().await.unwrap();
@@ -419,15 +431,7 @@ async fn the_desktop_app_end_to_end() {
 
     // Recall on (Settings): the next spoken turn is answered from the remembered fact, which
     // the history panel shows beside the system prompt; the context list stays as it was.
-    click(&c, "#open-settings").await;
-    // The dialog fills its fields when it opens: change them only after that.
-    wait_js(
-        &c,
-        "the settings open",
-        "return document.querySelector('#settings').open",
-        |v| v == true,
-    )
-    .await;
+    open_settings(&c).await;
     js(
         &c,
         "document.querySelector('select[name=recall]').value = 'true'; return true",
@@ -465,19 +469,7 @@ async fn the_desktop_app_end_to_end() {
 
     // A key saved in Settings goes to the Secret Service and into no file the app wrote.
     let key = "sk-ant-entered-in-settings-4f9c2e";
-    c.find(Locator::Css("#open-settings"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    wait_js(
-        &c,
-        "the settings open",
-        "return document.querySelector('#settings').open",
-        |v| v == true,
-    )
-    .await;
+    open_settings(&c).await;
     js(
         &c,
         "document.querySelector('#key-anthropic').scrollIntoView(); return true",

@@ -92,11 +92,7 @@ async fn a_remembered_fact_reaches_every_later_session_and_a_forgotten_one_does_
 async fn turns_that_left_the_context_are_recalled_within_the_same_session() {
     for rig in both() {
         let store = mem_store();
-        let settings = HistorySettings {
-            max_turns: 2,
-            ..HistorySettings::default()
-        };
-        let mut s = rig.session(&store, settings);
+        let mut s = rig.session(&store, keep_turns(2));
         s.set_recall(true);
         say(&mut s, "My name is Sam.").await.unwrap();
         for i in 0..3 {

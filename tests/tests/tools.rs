@@ -228,11 +228,7 @@ async fn barge_in_during_a_running_tool_cancels_the_call_and_its_late_result_bec
 async fn trimming_and_summaries_never_split_a_tool_call_from_its_result() {
     for rig in both() {
         let store = mem_store();
-        let settings = HistorySettings {
-            max_turns: 2,
-            ..HistorySettings::default()
-        };
-        let mut s = rig.session(&store, settings);
+        let mut s = rig.session(&store, keep_turns(2));
         s.set_tools(Toolbox::builtin());
         s.set_summarization(true);
         say(&mut s, "My name is Sam.").await.unwrap();

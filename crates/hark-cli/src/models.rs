@@ -7,7 +7,9 @@ use std::sync::Mutex;
 
 use anyhow::Result;
 use clap::Subcommand;
-use hark_core::models::{Manifest, ModelStore, Phase, Progress};
+use std::path::PathBuf;
+
+use hark_core::models::{Manifest, ModelSpec, ModelStore, Phase, Progress};
 
 #[derive(Subcommand)]
 pub enum ModelsAction {
@@ -59,6 +61,19 @@ pub fn progress_printer() -> impl Fn(Progress) + Send + Sync {
             let _ = writeln!(err, "hark: {verb} {} {step}%", p.model);
         }
     }
+}
+
+/// Makes sure a model is in place, saying why on stderr before a first-use download.
+pub async fn ensure(spec: &ModelSpec, why: &str) -> Result<PathBuf> {
+    let store = ModelStore::default_dir();
+    if !store.is_ready(spec) {
+        eprintln!(
+            "hark: {why}; fetching the model {} ({:.0} MB, once)",
+            spec.id,
+            spec.download_size() as f64 / 1e6
+        );
+    }
+    Ok(store.ensure(spec, &progress_printer()).await?)
 }
 
 pub async fn run(action: ModelsAction) -> Result<ExitCode> {

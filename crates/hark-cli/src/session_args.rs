@@ -12,7 +12,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use hark_core::conversation::HistorySettings;
 use hark_core::local::{self, LocalLlm};
-use hark_core::models::{Manifest, ModelKind, ModelStore};
+use hark_core::models::{Manifest, ModelKind};
 use hark_core::provider::{ProviderConfig, ProviderKind};
 use hark_core::secrets::Keychain;
 use hark_core::session::ChatSession;
@@ -122,15 +122,7 @@ async fn start_local(args: &SessionArgs) -> Result<LocalLlm> {
             spec.id
         );
     }
-    let store = ModelStore::default_dir();
-    if !store.is_ready(spec) {
-        eprintln!(
-            "hark: no API key found, so Hark runs offline; fetching the model {} ({:.0} MB, once)",
-            spec.id,
-            spec.download_size() as f64 / 1e6
-        );
-    }
-    let path = store.ensure(spec, &crate::models::progress_printer()).await?;
+    let path = crate::models::ensure(spec, "Hark runs offline (no API key, or --llm local)").await?;
     Ok(LocalLlm::start(&path, &spec.id, local::DEFAULT_CONTEXT).await?)
 }
 

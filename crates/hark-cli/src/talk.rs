@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use hark_core::audio::playback::{AudioOut, Speaker, WavOut};
 use hark_core::audio::{list_devices, wav};
-use hark_core::models::{Manifest, ModelKind, ModelStore};
+use hark_core::models::{Manifest, ModelKind};
 use hark_core::provider::{ProviderConfig, ProviderKind};
 use hark_core::secrets::Keychain;
 use hark_core::session::ptt::{check_utterance, Key, PttMode};
@@ -101,15 +101,7 @@ async fn ensure_speech_model(args: &TalkArgs) -> Result<()> {
     let Some(spec) = manifest.default_for(ModelKind::Stt) else {
         return Ok(());
     };
-    let store = ModelStore::default_dir();
-    if !store.is_ready(spec) {
-        eprintln!(
-            "hark: fetching the offline speech model {} ({:.0} MB, once)",
-            spec.id,
-            spec.download_size() as f64 / 1e6
-        );
-    }
-    store.ensure(spec, &crate::models::progress_printer()).await?;
+    crate::models::ensure(spec, "speech-to-text runs offline").await?;
     Ok(())
 }
 

@@ -64,6 +64,14 @@ pub async fn say(s: &mut ChatSession, text: &str) -> Result<String, TurnError> {
     Ok(msg.text().to_string())
 }
 
+/// History settings keeping `max_turns` whole turns.
+pub fn keep_turns(max_turns: u32) -> HistorySettings {
+    HistorySettings {
+        max_turns,
+        ..HistorySettings::default()
+    }
+}
+
 pub fn mem_store() -> Arc<Store> {
     Arc::new(Store::open_in_memory().unwrap())
 }
