@@ -298,3 +298,24 @@ async fn tool_turns_survive_a_restart_and_export_as_deepgram_function_calls() {
         ["user", "assistant", "tool_result", "assistant"]
     );
 }
+
+#[tokio::test]
+async fn turning_tools_off_after_tool_turns_keeps_every_request_valid() {
+    for rig in both() {
+        let mut s = rig.session(&mem_store(), HistorySettings::default());
+        s.set_tools(Toolbox::builtin());
+        say(&mut s, "What time is it?").await.unwrap();
+        // Tools off (or a history imported with function calls, sent to a model without
+        // tools): the earlier call and its result still reach the model, as text where the
+        // API refuses tool blocks without tool definitions.
+        s.set_tools(Toolbox::none());
+        assert_eq!(say(&mut s, "My name is Sam.").await.unwrap(), "Nice to meet you, Sam!");
+        let last = rig.server.last();
+        assert!(last.body.get("tools").is_none());
+        let year = chrono::Local::now().format("%Y").to_string();
+        assert!(
+            last.raw_text().contains(&year),
+            "the tool's result is still in the context"
+        );
+    }
+}

@@ -33,7 +33,11 @@ pub fn request_body(config: &ProviderConfig, prompt: &Prompt) -> Value {
     let mut body = json!({
         "model": config.model,
         "max_tokens": config.max_tokens,
-        "messages": encode_messages(&prompt.messages),
+        "messages": if prompt.tools.is_empty() {
+            encode_messages(&tool_blocks_as_text(&prompt.messages))
+        } else {
+            encode_messages(&prompt.messages)
+        },
         "stream": true,
     });
     if !prompt.system.is_empty() {
@@ -50,6 +54,34 @@ pub fn request_body(config: &ProviderConfig, prompt: &Prompt) -> Value {
             .collect();
     }
     body
+}
+
+/// The Messages API refuses `tool_use`/`tool_result` blocks in a request that defines no
+/// tools. With no tools offered (tools turned off, an imported history with function
+/// calls), earlier calls and results are told as text instead, so nothing is lost.
+fn tool_blocks_as_text(messages: &[PromptMessage]) -> Vec<PromptMessage> {
+    messages
+        .iter()
+        .map(|m| match m {
+            PromptMessage::Assistant { text, tool_calls } if !tool_calls.is_empty() => {
+                let mut t = text.clone();
+                for c in tool_calls {
+                    if !t.is_empty() {
+                        t.push('\n');
+                    }
+                    t.push_str(&format!("[called the tool {} with {}]", c.name, c.arguments));
+                }
+                PromptMessage::Assistant {
+                    text: t,
+                    tool_calls: Vec::new(),
+                }
+            }
+            PromptMessage::ToolResult { name, content, .. } => PromptMessage::User {
+                text: format!("[the tool {name} returned: {content}]"),
+            },
+            other => other.clone(),
+        })
+        .collect()
 }
 
 /// Encodes context messages as Anthropic messages (alternating roles, content blocks).
@@ -304,6 +336,11 @@ mod tests {
                 },
                 PromptMessage::Note { text: "late".into() },
             ],
+            tools: vec![crate::conversation::ToolSpec {
+                name: "get_weather".into(),
+                description: "Weather at a place.".into(),
+                parameters: json!({"type": "object", "properties": {"location": {"type": "string"}}}),
+            }],
             ..Default::default()
         };
         let mut cfg = ProviderConfig::new(super::super::ProviderKind::Anthropic);
@@ -316,6 +353,8 @@ mod tests {
                 "max_tokens": 1024,
                 "stream": true,
                 "system": "Be brief.",
+                "tools": [{"name": "get_weather", "description": "Weather at a place.",
+                           "input_schema": {"type": "object", "properties": {"location": {"type": "string"}}}}],
                 "messages": [
                     {"role": "user", "content": "weather?"},
                     {"role": "assistant", "content": [
@@ -329,19 +368,27 @@ mod tests {
                 ]
             })
         );
-        let with_tools = Prompt {
-            tools: vec![crate::conversation::ToolSpec {
-                name: "get_weather".into(),
-                description: "Weather at a place.".into(),
-                parameters: json!({"type": "object", "properties": {"location": {"type": "string"}}}),
-            }],
-            ..prompt
-        };
-        assert_eq!(
-            request_body(&cfg, &with_tools)["tools"],
-            json!([{"name": "get_weather", "description": "Weather at a place.",
-                    "input_schema": {"type": "object", "properties": {"location": {"type": "string"}}}}])
+        // Without tools offered, the same history is told as text (the API would refuse
+        // tool blocks in a request without tools).
+        let plain = request_body(
+            &cfg,
+            &Prompt {
+                tools: Vec::new(),
+                ..prompt
+            },
         );
+        assert_eq!(
+            plain["messages"][1],
+            json!({"role": "assistant", "content": "Checking.\n[called the tool get_weather with {\"location\":\"Paris\"}]"})
+        );
+        assert_eq!(
+            plain["messages"][2],
+            json!({"role": "user", "content": [
+                {"type": "text", "text": "[the tool get_weather returned: sunny]"},
+                {"type": "text", "text": "[note] late"}
+            ]})
+        );
+        assert!(plain.get("tools").is_none());
     }
 
     #[test]
