@@ -177,7 +177,17 @@ pub fn run() {
                     Ok(id) => {
                         let _ = state.events.send(VoiceEvent::SessionReady { session_id: id });
                     }
-                    Err(e) => problems.push(e),
+                    Err(e) => {
+                        // The window may already be showing (first-run download): tell it.
+                        let _ = state.events.send(VoiceEvent::Failed {
+                            kind: e.kind.clone(),
+                            message: e.message.clone(),
+                            next_step: "check the network connection, then save Settings (or restart Hark) to \
+                                        continue the download where it stopped; or add an API key in Settings"
+                                .into(),
+                        });
+                        problems.push(e);
+                    }
                 }
                 lock(&state.problems).extend(problems);
             };

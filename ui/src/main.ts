@@ -324,6 +324,7 @@ function onEvent(e: VoiceEvent) {
       renderPanel(e.panel);
       break;
     case "failed":
+      if (e.kind === "model") $("#model-progress")?.remove();
       banner(e.kind, e.message, e.next_step);
       break;
     case "idle":
