@@ -55,6 +55,8 @@ pub struct AppStateView {
     pub session_id: Option<String>,
     pub panel: Option<Box<PanelView>>,
     pub problems: Vec<CommandError>,
+    /// A model download in progress (a `model_progress` event), if any.
+    pub model_progress: Option<VoiceEvent>,
 }
 
 #[tauri::command]
@@ -72,6 +74,7 @@ pub async fn app_state(state: State<'_, AppState>) -> CmdResult<AppStateView> {
         session_id,
         panel: lock(&state.panel).clone(),
         problems: lock(&state.problems).clone(),
+        model_progress: lock(&state.progress).clone(),
     })
 }
 

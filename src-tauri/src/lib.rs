@@ -48,6 +48,8 @@ pub struct AppState {
     channel: Arc<Mutex<Option<Channel<VoiceEvent>>>>,
     /// The newest history-panel view, for `app_state`.
     panel: Arc<Mutex<Option<Box<PanelView>>>>,
+    /// The model download in progress, if any (for a window that opens mid-download).
+    progress: Arc<Mutex<Option<VoiceEvent>>>,
     /// Setup problems to show as banners (missing model, no speaker, shortcut taken).
     problems: Mutex<Vec<CommandError>>,
 }
@@ -74,6 +76,10 @@ impl AppState {
 
     /// Stops the running session (if any) and starts `session` (`None`: a new one).
     async fn switch(&self, session: Option<String>) -> Result<String, CommandError> {
+        // Fetch what the settings need first, without holding the runtime: the window
+        // stays responsive (and shows the progress) during a first-run download.
+        let wanted = lock(&self.settings).clone();
+        runtime::fetch_models(&wanted, &self.keychain, &self.events).await?;
         let mut rt = self.runtime.lock().await;
         if let Some(old) = rt.take() {
             let _ = old.commands.send(VoiceCommand::Shutdown);
@@ -144,6 +150,7 @@ pub fn run() {
             let (events, mut rx) = mpsc::unbounded_channel::<VoiceEvent>();
             let channel: Arc<Mutex<Option<Channel<VoiceEvent>>>> = Arc::default();
             let panel: Arc<Mutex<Option<Box<PanelView>>>> = Arc::default();
+            let progress: Arc<Mutex<Option<VoiceEvent>>> = Arc::default();
             let last = settings
                 .last_session
                 .clone()
@@ -157,13 +164,17 @@ pub fn run() {
                 events,
                 channel: channel.clone(),
                 panel: panel.clone(),
+                progress: progress.clone(),
                 problems: Mutex::new(Vec::new()),
             });
             // The forwarder: actor events → the webview's channel.
             tauri::async_runtime::spawn(async move {
                 while let Some(e) = rx.recv().await {
-                    if let VoiceEvent::ContextChanged { panel: p } = &e {
-                        *lock(&panel) = Some(p.clone());
+                    match &e {
+                        VoiceEvent::ContextChanged { panel: p } => *lock(&panel) = Some(p.clone()),
+                        VoiceEvent::ModelProgress { .. } => *lock(&progress) = Some(e.clone()),
+                        VoiceEvent::SessionReady { .. } | VoiceEvent::Failed { .. } => *lock(&progress) = None,
+                        _ => {}
                     }
                     if let Some(ch) = lock(&channel).as_ref() {
                         let _ = ch.send(e);

@@ -78,7 +78,10 @@ fn progress_events(events: &mpsc::UnboundedSender<VoiceEvent>) -> impl Fn(Progre
 
 /// The offline models these settings need and that are not downloaded yet.
 pub fn missing_models(s: &AppSettings, kc: &Keychain) -> Vec<ModelSpec> {
-    let manifest = Manifest::builtin();
+    // An unreadable manifest override is reported when the session starts.
+    let Ok(manifest) = Manifest::load() else {
+        return Vec::new();
+    };
     let store = ModelStore::default_dir();
     let mut want = Vec::new();
     if llm(s, kc) == Llm::Local {
@@ -209,8 +212,8 @@ pub fn voice(s: &AppSettings, kc: &Keychain) -> (Voice, Vec<CommandError>) {
     (Voice { stt, tts, out }, problems)
 }
 
-/// Opens (or creates) the session and starts its actor; fetches the offline models first
-/// if the settings need them and they are not there yet.
+/// Opens (or creates) the session and starts its actor. The offline models the settings
+/// need must be in place ([`fetch_models`]).
 pub async fn start(
     store: &Arc<Store>,
     s: &AppSettings,
@@ -218,11 +221,10 @@ pub async fn start(
     session: Option<&str>,
     events: mpsc::UnboundedSender<VoiceEvent>,
 ) -> CmdResult<(Runtime, Vec<CommandError>)> {
-    fetch_models(s, kc, &events).await?;
     let (model, local) = match llm(s, kc) {
         Llm::Cloud(kind) => (model(s, kc, kind)?, None),
         Llm::Local => {
-            let manifest = Manifest::builtin();
+            let manifest = Manifest::load().map_err(|e| CommandError::new("model", e.to_string()))?;
             let spec = local_spec(s, &manifest)?;
             let path = ModelStore::default_dir().path(spec);
             let local = LocalLlm::start(&path, &spec.id, hark_core::local::DEFAULT_CONTEXT).await?;

@@ -83,6 +83,7 @@ interface AppStateView {
   session_id: string | null;
   panel: Panel | null;
   problems: CommandError[];
+  model_progress: VoiceEvent | null;
 }
 interface SessionInfo {
   id: string;
@@ -613,6 +614,8 @@ function apply(st: AppStateView) {
   if (st.panel) renderPanel(st.panel);
   $("#banners").replaceChildren();
   for (const p of st.problems) banner(p.kind, p.message);
+  const mp = st.model_progress;
+  if (mp && mp.type === "model_progress") modelProgress(mp.model, mp.phase, mp.done, mp.total);
 }
 
 // ---- start ---------------------------------------------------------------------------------

@@ -77,7 +77,7 @@ pub async fn ensure(spec: &ModelSpec, why: &str) -> Result<PathBuf> {
 }
 
 pub async fn run(action: ModelsAction) -> Result<ExitCode> {
-    let manifest = Manifest::builtin();
+    let manifest = Manifest::load()?;
     let store = ModelStore::default_dir();
     match action {
         ModelsAction::List => {

@@ -109,7 +109,7 @@ fn choose_provider(args: &SessionArgs, kc: &Keychain) -> Llm {
 
 /// The offline model's server, started (after a first-use download) for this session.
 async fn start_local(args: &SessionArgs) -> Result<LocalLlm> {
-    let manifest = Manifest::builtin();
+    let manifest = Manifest::load()?;
     let spec = match &args.local_model {
         Some(id) => manifest.find(id)?,
         None => manifest

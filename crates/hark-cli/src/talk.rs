@@ -97,7 +97,7 @@ async fn ensure_speech_model(args: &TalkArgs) -> Result<()> {
     if args.stt != SttKind::Whisper || args.whisper_model.is_some() {
         return Ok(());
     }
-    let manifest = Manifest::builtin();
+    let manifest = Manifest::load()?;
     let Some(spec) = manifest.default_for(ModelKind::Stt) else {
         return Ok(());
     };

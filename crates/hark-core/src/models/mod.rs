@@ -94,6 +94,19 @@ impl Manifest {
         })
     }
 
+    /// The manifest in effect: the file named by `HARK_MODELS_MANIFEST` (a mirror, an
+    /// organisation's own pins), else the one compiled in.
+    pub fn load() -> Result<Self, ModelError> {
+        match std::env::var_os("HARK_MODELS_MANIFEST").filter(|p| !p.is_empty()) {
+            Some(path) => {
+                let path = PathBuf::from(path);
+                let text = std::fs::read_to_string(&path).map_err(io_err(&path))?;
+                Self::parse(&text).map_err(|e| ModelError::Manifest(format!("{}: {e}", path.display())))
+            }
+            None => Ok(Self::builtin()),
+        }
+    }
+
     pub fn parse(json: &str) -> Result<Self, ModelError> {
         serde_json::from_str(json).map_err(|e| ModelError::Manifest(e.to_string()))
     }
