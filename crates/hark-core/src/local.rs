@@ -22,9 +22,12 @@ pub const DEFAULT_CONTEXT: u32 = 4096;
 /// disk; a cold, slow disk needs more).
 const START_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// A running `hark-llm`. Dropping it stops the server.
+/// A running `hark-llm`. Dropping it stops the server; so does this process ending in
+/// any way (the server exits when the pipe to its stdin closes).
 pub struct LocalLlm {
     child: Child,
+    /// Held open: its closing is the server's signal to exit.
+    _stdin: Option<tokio::process::ChildStdin>,
     base_url: String,
     model: String,
     n_ctx: u32,
@@ -69,8 +72,8 @@ impl LocalLlm {
             .arg("--model")
             .arg(model_file)
             .args(["--alias", alias, "--port", "0", "--ctx", &n_ctx.to_string()])
-            .args(["--threads", &threads.to_string()])
-            .stdin(Stdio::null())
+            .args(["--threads", &threads.to_string(), "--exit-with-stdin"])
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
@@ -81,6 +84,7 @@ impl LocalLlm {
                     bin.display()
                 ))
             })?;
+        let stdin = child.stdin.take();
         let stdout = child
             .stdout
             .take()
@@ -128,6 +132,7 @@ impl LocalLlm {
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         Ok(Self {
             child,
+            _stdin: stdin,
             base_url,
             model: alias.to_string(),
             n_ctx,

@@ -13,7 +13,8 @@
 //!
 //! Prints `hark-llm listening on http://127.0.0.1:PORT/v1` on stdout once the model is loaded
 //! (with `--port 0` the OS picks the port). Tools in a request are ignored: small local
-//! models do not call them reliably.
+//! models do not call them reliably. With `--exit-with-stdin` it stops when its parent
+//! goes away (the parent holds a pipe to its stdin).
 
 mod api;
 mod engine;
@@ -60,6 +61,10 @@ struct Args {
     /// CPU threads (default: the cores available, at most 4).
     #[arg(long)]
     threads: Option<i32>,
+    /// Exit when stdin closes: a parent that keeps a pipe to stdin takes the server down
+    /// with it, even when the parent crashes.
+    #[arg(long)]
+    exit_with_stdin: bool,
 }
 
 struct AppState {
@@ -219,6 +224,14 @@ async fn main() -> std::process::ExitCode {
 async fn run(args: Args) -> anyhow::Result<()> {
     if !args.model.is_file() {
         anyhow::bail!("no model file at {}", args.model.display());
+    }
+    if args.exit_with_stdin {
+        std::thread::spawn(|| {
+            let mut sink = [0u8; 256];
+            let mut stdin = std::io::stdin().lock();
+            while matches!(std::io::Read::read(&mut stdin, &mut sink), Ok(n) if n > 0) {}
+            std::process::exit(0);
+        });
     }
     let threads = args.threads.unwrap_or_else(|| {
         std::thread::available_parallelism()

@@ -53,6 +53,8 @@ fn start(model: &std::path::Path, ctx: u32) -> Server {
             "--ctx",
             &ctx.to_string(),
         ])
+        .arg("--exit-with-stdin")
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -266,4 +268,19 @@ fn a_client_that_hangs_up_stops_the_generation() {
     assert_eq!(status, 200, "{body}");
     let v: Value = serde_json::from_str(&body).unwrap();
     assert!(v["usage"]["completion_tokens"].as_u64().unwrap() <= 4);
+}
+
+#[test]
+fn the_server_exits_when_its_parent_closes_the_stdin_pipe() {
+    let Some(model) = model() else { return };
+    let mut server = start(&model, 512);
+    assert!(server.child.try_wait().unwrap().is_none(), "running");
+    // What happens when the parent goes away, however it goes: the pipe closes.
+    drop(server.child.stdin.take());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "hark-llm kept running without its parent");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(server.child.wait().unwrap().success());
 }
