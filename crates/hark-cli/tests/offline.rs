@@ -6,6 +6,8 @@
 
 use std::process::Command;
 
+mod common;
+
 use hark_e2e::espeak_wav;
 use serde_json::Value;
 
@@ -50,7 +52,7 @@ fn hark_without_keys(db: &std::path::Path) -> Option<Command> {
 #[test]
 fn with_no_keys_a_spoken_conversation_runs_entirely_offline() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(mut talk) = hark_without_keys(&dir.path().join("hark.db")) else {
+    let Some(hark) = hark_without_keys(&dir.path().join("hark.db")) else {
         return;
     };
     let (u1, u2, out) = (
@@ -62,28 +64,10 @@ fn with_no_keys_a_spoken_conversation_runs_entirely_offline() {
     espeak_wav("Tell me, what is my name?", &u2);
     let export = dir.path().join("export.json");
     // Temperature 0: the answer is the model's most likely one, so the test is stable.
-    let o = talk
-        .args(["talk", "--json", "--temperature", "0", "--max-tokens", "48"])
-        .arg("--wav")
-        .arg(&u1)
-        .arg("--wav")
-        .arg(&u2)
-        .arg("--out")
-        .arg(&out)
-        .arg("--export")
-        .arg(&export)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{stderr}\n{stdout}");
-    let events: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    let replies: Vec<String> = events
-        .iter()
-        .filter(|e| e["type"] == "turn_finished")
-        .map(|e| e["reply"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(replies.len(), 2, "{stdout}\n{stderr}");
+    let args = ["--temperature", "0", "--max-tokens", "48"];
+    let events = common::talk(hark, &args, &[&u1, &u2], &out, Some(&export));
+    let replies = common::of_type(&events, "turn_finished", "reply");
+    assert_eq!(replies.len(), 2, "{events:?}");
     assert!(!replies[0].trim().is_empty());
     assert!(
         replies[1].contains("Sam"),
@@ -96,23 +80,13 @@ fn with_no_keys_a_spoken_conversation_runs_entirely_offline() {
     assert!(e["messages"][3]["usage"]["input_tokens"].as_u64().unwrap() > 0);
 
     // The spoken reply, read back by whisper (the offline speech-to-text, again).
-    let Some(mut check) = hark_without_keys(&dir.path().join("check.db")) else {
+    let Some(check) = hark_without_keys(&dir.path().join("check.db")) else {
         return;
     };
-    let heard = check
-        .args(["talk", "--json", "--temperature", "0", "--max-tokens", "8"])
-        .arg("--wav")
-        .arg(out.join("turn-2.wav"))
-        .arg("--out")
-        .arg(dir.path().join("out2"))
-        .output()
-        .unwrap();
-    let heard = String::from_utf8_lossy(&heard.stdout).to_lowercase();
-    let transcript = heard
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find(|e| e["type"] == "transcript_final")
-        .map(|e| e["text"].as_str().unwrap_or_default().to_string())
-        .unwrap_or_default();
+    let args = ["--temperature", "0", "--max-tokens", "8"];
+    let heard = common::talk(check, &args, &[&out.join("turn-2.wav")], &dir.path().join("out2"), None);
+    let transcript = common::of_type(&heard, "transcript_final", "text")
+        .join(" ")
+        .to_lowercase();
     assert!(transcript.contains("sam"), "whisper heard: {transcript:?}");
 }

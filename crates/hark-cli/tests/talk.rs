@@ -2,6 +2,8 @@
 //! offline whisper engine transcribes them, a loopback OpenAI-compatible server answers, the
 //! OS voice speaks the replies into WAV files, and whisper reads those back.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 
@@ -21,40 +23,32 @@ fn wav_turns_are_transcribed_answered_and_spoken_into_files() {
     espeak_wav("My name is Sam and I live in Paris.", &u1);
     espeak_wav("Tell me, what is my name?", &u2);
     let export = dir.path().join("export.json");
-    let o = Command::new(env!("CARGO_BIN_EXE_hark"))
-        .arg("--db")
-        .arg(dir.path().join("hark.db"))
-        .args(["talk", "--json", "--base-url", &server.base_url(), "--model", "local"])
-        .arg("--whisper-model")
-        .arg(&model)
-        .arg("--wav")
-        .arg(&u1)
-        .arg("--wav")
-        .arg(&u2)
-        .arg("--out")
-        .arg(&out)
-        .arg("--export")
-        .arg(&export)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{}\n{stdout}", String::from_utf8_lossy(&o.stderr));
-    let events: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    let transcripts: Vec<String> = events
+    let hark = |db: &str| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_hark"));
+        c.arg("--db").arg(dir.path().join(db));
+        c
+    };
+    let url = server.base_url();
+    let model = model.to_string_lossy().to_string();
+    let args = [
+        "--base-url",
+        url.as_str(),
+        "--model",
+        "local",
+        "--whisper-model",
+        model.as_str(),
+    ];
+    let events = common::talk(hark("hark.db"), &args, &[&u1, &u2], &out, Some(&export));
+    let transcripts: Vec<String> = common::of_type(&events, "transcript_final", "text")
         .iter()
-        .filter(|e| e["type"] == "transcript_final")
-        .map(|e| e["text"].as_str().unwrap().to_lowercase())
+        .map(|t| t.to_lowercase())
         .collect();
-    assert_eq!(transcripts.len(), 2, "{stdout}");
+    assert_eq!(transcripts.len(), 2, "{events:?}");
     assert!(
         transcripts[0].contains("sam") && transcripts[0].contains("paris"),
         "{transcripts:?}"
     );
-    let replies: Vec<&str> = events
-        .iter()
-        .filter(|e| e["type"] == "turn_finished")
-        .map(|e| e["reply"].as_str().unwrap())
-        .collect();
+    let replies = common::of_type(&events, "turn_finished", "reply");
     assert_eq!(
         replies[1], "Your name is Sam.",
         "the second turn remembered the first: {replies:?}"
@@ -65,19 +59,10 @@ fn wav_turns_are_transcribed_answered_and_spoken_into_files() {
     // The spoken reply, read back by whisper.
     let reply_wav = out.join("turn-2.wav");
     assert!(reply_wav.exists());
-    let check = Command::new(env!("CARGO_BIN_EXE_hark"))
-        .arg("--db")
-        .arg(dir.path().join("check.db"))
-        .args(["talk", "--json", "--base-url", &server.base_url(), "--model", "local"])
-        .arg("--whisper-model")
-        .arg(&model)
-        .arg("--wav")
-        .arg(&reply_wav)
-        .arg("--out")
-        .arg(dir.path().join("out2"))
-        .output()
-        .unwrap();
-    let heard = String::from_utf8_lossy(&check.stdout).to_lowercase();
+    let heard = common::talk(hark("check.db"), &args, &[&reply_wav], &dir.path().join("out2"), None);
+    let heard = common::of_type(&heard, "transcript_final", "text")
+        .join(" ")
+        .to_lowercase();
     assert!(heard.contains("your name is sam"), "whisper heard: {heard}");
 
     // Voice metrics are in the export.

@@ -1,0 +1,34 @@
+//! Helpers the `hark talk` tests share.
+#![allow(dead_code)] // each test file uses part of it
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+/// Runs `hark talk --json ARGS` (`cmd` has the global options) on WAV files, one turn each,
+/// writing the spoken replies to `out` (and the export, if given); returns its events.
+/// Fails the test, with stderr, when the command fails.
+pub fn talk(mut cmd: Command, args: &[&str], wavs: &[&Path], out: &Path, export: Option<&Path>) -> Vec<Value> {
+    cmd.args(["talk", "--json"]).args(args);
+    for w in wavs {
+        cmd.arg("--wav").arg(w);
+    }
+    cmd.arg("--out").arg(out);
+    if let Some(e) = export {
+        cmd.arg("--export").arg(e);
+    }
+    let o = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}\n{stdout}", String::from_utf8_lossy(&o.stderr));
+    stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// The `text` (or another field) of every event of a type.
+pub fn of_type(events: &[Value], ty: &str, field: &str) -> Vec<String> {
+    events
+        .iter()
+        .filter(|e| e["type"] == ty)
+        .map(|e| e[field].as_str().unwrap_or_default().to_string())
+        .collect()
+}
