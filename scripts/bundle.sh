@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Builds the installers (here: deb and rpm; pass e.g. `--bundles app,dmg` on macOS) with the
+# offline model server inside: hark-llm is built first and bundled as a Tauri sidecar
+# (`externalBin`), which installs it next to the app, where the app looks for it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/hark/target}"
+command -v cargo-tauri >/dev/null || cargo install tauri-cli --version '^2' --locked
+TRIPLE=$(rustc -vV | sed -n 's/^host: //p')
+EXE=""
+case "$TRIPLE" in *windows*) EXE=".exe" ;; esac
+(cd ui && npm ci --no-audit --no-fund --silent && npm run build --silent)
+cargo build --release --locked -p hark-llm
+mkdir -p src-tauri/binaries
+cp "$CARGO_TARGET_DIR/release/hark-llm$EXE" "src-tauri/binaries/hark-llm-$TRIPLE$EXE"
+cargo tauri build --config src-tauri/tauri.bundle.conf.json "$@"
