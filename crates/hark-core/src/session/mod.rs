@@ -222,16 +222,8 @@ impl ChatSession {
         let mut changed = false;
         while let Ok((call_id, result)) = self.late_rx.try_recv() {
             self.late_pending = self.late_pending.saturating_sub(1);
-            let (state, content) = match result {
-                Ok(c) => (ToolState::Done, c),
-                Err(e) => (ToolState::Error, e),
-            };
-            if let ToolResolution::LateNote(i) | ToolResolution::InPlace(i) =
-                self.conv.resolve_tool_call(&call_id, state, &content)?
-            {
-                self.save_at(i)?;
-                changed = true;
-            }
+            let (state, content) = recorded_as(result);
+            changed |= self.settle(&call_id, state, &content)?;
         }
         Ok(self.poll_summary()? || changed)
     }
@@ -578,10 +570,7 @@ impl ChatSession {
                     return Err(ProviderError::new(self.model.provider(), ErrorKind::Cancelled, "the turn was cancelled").into());
                 }
                 Some((id, result)) = running.next() => {
-                    let (state, content) = match result {
-                        Ok(c) => (ToolState::Done, c),
-                        Err(e) => (ToolState::Error, e),
-                    };
+                    let (state, content) = recorded_as(result);
                     let name = calls.iter().find(|c| c.id == id).map(|c| c.name.clone()).unwrap_or_default();
                     self.settle(&id, state, &content)?;
                     on_event(TurnEvent::ToolFinished { call_id: id, name, state, content });
@@ -591,12 +580,23 @@ impl ChatSession {
         Ok(())
     }
 
-    /// Records a tool call's result (in place, or as a late note) and commits it.
-    fn settle(&mut self, call_id: &str, state: ToolState, content: &str) -> Result<(), TurnError> {
+    /// Records a tool call's result (in place, or as a late note) and commits it. Returns
+    /// whether the record changed (not for a call already settled).
+    fn settle(&mut self, call_id: &str, state: ToolState, content: &str) -> Result<bool, TurnError> {
         match self.conv.resolve_tool_call(call_id, state, content)? {
-            ToolResolution::InPlace(i) | ToolResolution::LateNote(i) => self.save_at(i)?,
-            ToolResolution::AlreadySettled(_) => {}
+            ToolResolution::InPlace(i) | ToolResolution::LateNote(i) => {
+                self.save_at(i)?;
+                Ok(true)
+            }
+            ToolResolution::AlreadySettled(_) => Ok(false),
         }
-        Ok(())
+    }
+}
+
+/// How a tool's outcome is recorded: its text as `done`, or its error message as `error`.
+fn recorded_as(result: Result<String, String>) -> (ToolState, String) {
+    match result {
+        Ok(content) => (ToolState::Done, content),
+        Err(message) => (ToolState::Error, message),
     }
 }
