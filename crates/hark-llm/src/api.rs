@@ -41,6 +41,16 @@ impl ApiError {
         }
     }
 
+    /// A failure on the server's side (the model, the cache, a template).
+    pub fn server(message: impl Into<String>) -> Self {
+        Self {
+            status: 500,
+            message: message.into(),
+            param: None,
+            code: None,
+        }
+    }
+
     /// The error body: `{"error": {"message", "type", "param", "code"}}`.
     pub fn body(&self) -> Value {
         let kind = if self.status >= 500 {

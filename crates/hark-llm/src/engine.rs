@@ -119,12 +119,9 @@ impl Engine {
     pub fn generate(&self, request: ChatRequest) -> mpsc::UnboundedReceiver<Event> {
         let (events, rx) = mpsc::unbounded_channel();
         if let Err(std_mpsc::SendError(job)) = self.jobs.send(Job { request, events }) {
-            let _ = job.events.send(Event::Failed(ApiError {
-                status: 500,
-                message: "the model thread has stopped".into(),
-                param: None,
-                code: None,
-            }));
+            let _ = job
+                .events
+                .send(Event::Failed(ApiError::server("the model thread has stopped")));
         }
         rx
     }
@@ -152,34 +149,22 @@ impl Worker<'_> {
     }
 
     fn prompt_text(&self, request: &ChatRequest) -> Result<String, ApiError> {
-        let server = |m: String| ApiError {
-            status: 500,
-            message: m,
-            param: None,
-            code: None,
-        };
         let chat: Vec<LlamaChatMessage> = request
             .messages
             .iter()
             .map(|m| LlamaChatMessage::new(m.role.clone(), m.content.replace('\0', "")))
             .collect::<Result<_, _>>()
-            .map_err(|e| server(format!("bad message text: {e}")))?;
+            .map_err(|e| ApiError::server(format!("bad message text: {e}")))?;
         let template = self
             .template
             .as_ref()
-            .ok_or_else(|| server("the model has no chat template".into()))?;
+            .ok_or_else(|| ApiError::server("the model has no chat template"))?;
         self.model
             .apply_chat_template(template, &chat, true)
-            .map_err(|e| server(format!("cannot apply the chat template: {e}")))
+            .map_err(|e| ApiError::server(format!("cannot apply the chat template: {e}")))
     }
 
     fn generate(&mut self, request: &ChatRequest, events: &mpsc::UnboundedSender<Event>) -> Result<(), ApiError> {
-        let server = |m: String| ApiError {
-            status: 500,
-            message: m,
-            param: None,
-            code: None,
-        };
         let text = self.prompt_text(request)?;
         let vocab = self.model.vocab();
         let tokens = vocab.tokenize(text.as_bytes(), false, true);
@@ -205,18 +190,18 @@ impl Worker<'_> {
         keep = keep.min(tokens.len() - 1);
         self.ctx
             .clear_kv_cache_seq(Some(0), Some(keep as u32), None)
-            .map_err(|e| server(format!("cannot trim the cache: {e}")))?;
+            .map_err(|e| ApiError::server(format!("cannot trim the cache: {e}")))?;
         self.cached.truncate(keep);
         let mut batch = LlamaBatch::new(self.n_ctx as usize, 1);
         let last = tokens.len() - 1;
         for (i, t) in tokens.iter().enumerate().skip(keep) {
             batch
                 .add(*t, i as i32, &[0], i == last)
-                .map_err(|e| server(format!("batch: {e}")))?;
+                .map_err(|e| ApiError::server(format!("batch: {e}")))?;
         }
         self.ctx
             .decode(&mut batch)
-            .map_err(|e| server(format!("evaluating the prompt failed: {e}")))?;
+            .map_err(|e| ApiError::server(format!("evaluating the prompt failed: {e}")))?;
         self.cached.extend_from_slice(&tokens[keep..]);
 
         let mut sampler = if request.temperature <= 0.0 {
@@ -252,10 +237,10 @@ impl Worker<'_> {
             batch.clear();
             batch
                 .add(tok, pos, &[0], true)
-                .map_err(|e| server(format!("batch: {e}")))?;
+                .map_err(|e| ApiError::server(format!("batch: {e}")))?;
             self.ctx
                 .decode(&mut batch)
-                .map_err(|e| server(format!("generation failed: {e}")))?;
+                .map_err(|e| ApiError::server(format!("generation failed: {e}")))?;
             self.cached.push(tok);
             pos += 1;
             logits_at = 0;

@@ -119,12 +119,7 @@ async fn chat(State(s): State<Arc<AppState>>, body: Bytes) -> Response {
                 Event::Failed(e) => return error_response(&e),
             }
         }
-        return error_response(&ApiError {
-            status: 500,
-            message: "the generation ended without a result".into(),
-            param: None,
-            code: None,
-        });
+        return error_response(&ApiError::server("the generation ended without a result"));
     }
 
     // Streaming: a failure before the first piece is still a plain HTTP error.
