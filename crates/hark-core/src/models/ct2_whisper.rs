@@ -140,9 +140,10 @@ impl Tensor {
         Self { name, ..self }
     }
 
-    fn f16_bits(&self) -> Vec<u16> {
+    /// The values as f16 bits: the source's own halves when it had them (no copy).
+    fn f16_bits(&self) -> std::borrow::Cow<'_, [u16]> {
         match &self.halves {
-            Some(h) => h.clone(),
+            Some(h) => std::borrow::Cow::Borrowed(h),
             None => self.f32s.iter().map(|&x| f16::from_f32(x).to_bits()).collect(),
         }
     }
@@ -433,7 +434,7 @@ pub fn convert(dir: &Path, out: &mut impl Write) -> Result<(), ConvertError> {
             out.write_all(&buf)?;
         } else {
             let mut buf = Vec::with_capacity(x.f32s.len() * 2);
-            for h in x.f16_bits() {
+            for h in x.f16_bits().iter() {
                 buf.extend_from_slice(&h.to_le_bytes());
             }
             out.write_all(&buf)?;
