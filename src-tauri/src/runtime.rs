@@ -61,7 +61,7 @@ fn progress_events(events: &mpsc::UnboundedSender<VoiceEvent>) -> impl Fn(Progre
     let last = std::sync::Mutex::new((String::new(), u64::MAX));
     move |p: Progress| {
         // At most one event per percent.
-        let pct = (p.done * 100).checked_div(p.total).unwrap_or(0);
+        let pct = p.percent();
         let mut l = last.lock().unwrap_or_else(|e| e.into_inner());
         if l.0 == p.model && l.1 == pct {
             return;

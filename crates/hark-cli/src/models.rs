@@ -29,7 +29,7 @@ pub fn progress_printer() -> impl Fn(Progress) + Send + Sync {
     let tty = std::io::stderr().is_terminal();
     let last = Mutex::new((String::new(), u64::MAX));
     move |p: Progress| {
-        let pct = (p.done * 100).checked_div(p.total).unwrap_or(0).min(100);
+        let pct = p.percent();
         let verb = match p.phase {
             Phase::Downloading => "downloading",
             Phase::Verifying => "verifying",

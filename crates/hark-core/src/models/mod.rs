@@ -173,6 +173,13 @@ pub struct Progress {
     pub total: u64,
 }
 
+impl Progress {
+    /// Whole percent done, 0 to 100.
+    pub fn percent(&self) -> u64 {
+        (self.done * 100).checked_div(self.total).unwrap_or(0).min(100)
+    }
+}
+
 /// The models directory: `HARK_MODELS_DIR`, or `<data dir>/models`.
 pub fn models_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("HARK_MODELS_DIR").filter(|d| !d.is_empty()) {
