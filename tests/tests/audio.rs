@@ -11,13 +11,14 @@ use std::process::{Child, Command};
 use std::sync::Arc;
 use std::time::Duration;
 
+use hark_core::audio::input::Microphone;
 use hark_core::audio::playback::Speaker;
 use hark_core::audio::resample::rms;
 use hark_core::audio::wav::read_16k_mono;
 use hark_core::conversation::{HistorySettings, MessageKind};
 use hark_core::provider::{ProviderConfig, ProviderKind};
 use hark_core::session::ptt::{Key, PttMode};
-use hark_core::session::voice::{self, Voice, VoiceCommand, VoiceEvent};
+use hark_core::session::voice::{self, ActorOptions, Voice, VoiceEvent};
 use hark_core::session::ChatSession;
 use hark_core::store::Store;
 use hark_core::stt::whisper::WhisperStt;
@@ -96,7 +97,17 @@ async fn a_spoken_conversation_on_virtual_audio_devices_with_barge_in() {
         out: Arc::new(Speaker::open(None).expect("the virtual speaker")),
     };
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let (cmd, task) = voice::spawn(chat, voice, PttMode::Hold, None, tx);
+    let session = voice::spawn(
+        chat,
+        voice,
+        ActorOptions {
+            mode: PttMode::Hold,
+            input_device: None,
+            input: Arc::new(Microphone),
+        },
+        tx,
+    );
+    let cmd = session.handle().clone();
 
     let u1 = dir.path().join("u1.wav");
     let u2 = dir.path().join("u2.wav");
@@ -104,8 +115,11 @@ async fn a_spoken_conversation_on_virtual_audio_devices_with_barge_in() {
     espeak_wav("Tell me, what is my name?", &u2);
 
     // Turn 1: hold the key, speak, release.
-    cmd.send(VoiceCommand::Key(Key::Press)).unwrap();
-    wait_for(&mut rx, "listening", |e| *e == VoiceEvent::ListeningStarted).await;
+    cmd.key(Key::Press).unwrap();
+    wait_for(&mut rx, "listening", |e| {
+        matches!(e, VoiceEvent::ListeningStarted { .. })
+    })
+    .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     tokio::task::spawn_blocking({
         let u1 = u1.clone();
@@ -114,7 +128,7 @@ async fn a_spoken_conversation_on_virtual_audio_devices_with_barge_in() {
     .await
     .unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
-    cmd.send(VoiceCommand::Key(Key::Release)).unwrap();
+    cmd.key(Key::Release).unwrap();
     let VoiceEvent::TranscriptFinal { text } = wait_for(&mut rx, "transcript 1", |e| {
         matches!(e, VoiceEvent::TranscriptFinal { .. })
     })
@@ -133,8 +147,11 @@ async fn a_spoken_conversation_on_virtual_audio_devices_with_barge_in() {
     wait_for(&mut rx, "idle", |e| *e == VoiceEvent::Idle).await;
 
     // Turn 2: the reply is recorded back from the virtual speaker.
-    cmd.send(VoiceCommand::Key(Key::Press)).unwrap();
-    wait_for(&mut rx, "listening", |e| *e == VoiceEvent::ListeningStarted).await;
+    cmd.key(Key::Press).unwrap();
+    wait_for(&mut rx, "listening", |e| {
+        matches!(e, VoiceEvent::ListeningStarted { .. })
+    })
+    .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     tokio::task::spawn_blocking({
         let u2 = u2.clone();
@@ -143,7 +160,7 @@ async fn a_spoken_conversation_on_virtual_audio_devices_with_barge_in() {
     .await
     .unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
-    cmd.send(VoiceCommand::Key(Key::Release)).unwrap();
+    cmd.key(Key::Release).unwrap();
     wait_for(&mut rx, "transcript 2", |e| {
         matches!(e, VoiceEvent::TranscriptFinal { .. })
     })
@@ -181,15 +198,18 @@ async fn a_spoken_conversation_on_virtual_audio_devices_with_barge_in() {
          It watched the fish and the birds. Then it went home to sleep."
             .into(),
     ));
-    cmd.send(VoiceCommand::Key(Key::Press)).unwrap();
-    wait_for(&mut rx, "listening", |e| *e == VoiceEvent::ListeningStarted).await;
+    cmd.key(Key::Press).unwrap();
+    wait_for(&mut rx, "listening", |e| {
+        matches!(e, VoiceEvent::ListeningStarted { .. })
+    })
+    .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     tokio::task::spawn_blocking(move || play(&u1)).await.unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
-    cmd.send(VoiceCommand::Key(Key::Release)).unwrap();
+    cmd.key(Key::Release).unwrap();
     wait_for(&mut rx, "speaking", |e| *e == VoiceEvent::SpeakingStarted).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    cmd.send(VoiceCommand::Key(Key::Press)).unwrap(); // barge-in
+    cmd.key(Key::Press).unwrap(); // barge-in
     let VoiceEvent::ReplyInterrupted {
         heard,
         generated,
@@ -207,11 +227,10 @@ async fn a_spoken_conversation_on_virtual_audio_devices_with_barge_in() {
     );
     assert!(generated.starts_with("Once upon a time") && generated.starts_with(&heard));
     assert!((800..3000).contains(&heard_ms), "{heard_ms} ms heard");
-    cmd.send(VoiceCommand::Key(Key::Release)).unwrap(); // a silent utterance: no turn
+    cmd.key(Key::Release).unwrap(); // a silent utterance: no turn
     wait_for(&mut rx, "no turn", |e| matches!(e, VoiceEvent::NoTurn { .. })).await;
 
-    cmd.send(VoiceCommand::Shutdown).unwrap();
-    let chat = task.await.unwrap();
+    let chat = session.shutdown().await.unwrap();
     let record = chat.conversation().record();
     let MessageKind::Assistant(a) = &record[5].kind else {
         panic!("{:?}", record[5])

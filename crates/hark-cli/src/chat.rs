@@ -33,10 +33,11 @@ impl Out {
         }
     }
 
+    /// Plain output only; model text loses any terminal control sequences.
     fn text(&self, s: &str) {
         if !self.json {
             let mut o = std::io::stdout().lock();
-            let _ = o.write_all(s.as_bytes());
+            let _ = o.write_all(crate::terminal::printable(s).as_bytes());
             let _ = o.flush();
         }
     }
@@ -45,14 +46,14 @@ impl Out {
         if self.json {
             self.event(json!({"type": "error", "kind": kind, "message": message, "next_step": next_step}));
         } else {
-            eprintln!("hark: {kind}: {message} ({next_step})");
+            eprintln!("hark: {kind}: {} ({next_step})", crate::terminal::printable(message));
         }
     }
 }
 
 pub async fn run(args: SessionArgs, db: PathBuf) -> Result<ExitCode> {
     let out = Out { json: args.json };
-    let opened = args.open(&db).await?;
+    let opened = args.open(&db, &args.profile()).await?;
     let _local = opened.local;
     let (mut session, resumed) = (opened.session, opened.resumed);
     let conv = session.conversation();
@@ -117,7 +118,7 @@ pub async fn run(args: SessionArgs, db: PathBuf) -> Result<ExitCode> {
                         break;
                     }
                 }
-                out.error(e.kind(), &e.to_string(), e.next_step());
+                out.error(e.kind().as_str(), &e.to_string(), e.next_step());
                 failed = true;
             }
         }
@@ -145,7 +146,7 @@ fn on_turn_event(out: &Out, e: TurnEvent) {
         TurnEvent::ToolStarted { call } => {
             out.event(json!({"type": "tool_call", "id": call.id, "name": call.name, "arguments": call.arguments}));
             if !out.json {
-                eprintln!("hark: [{}…]", call.name);
+                eprintln!("hark: [{}…]", crate::terminal::printable(&call.name));
             }
         }
         TurnEvent::ToolFinished {
@@ -212,9 +213,9 @@ fn command(session: &mut ChatSession, cmd: &str, out: &Out) -> Result<bool> {
             if out.json {
                 out.event(json!({"type": "history", "system": conv.system_text(), "messages": h}));
             } else {
-                eprintln!("system: {}", conv.system_text());
+                eprintln!("system: {}", crate::terminal::printable(&conv.system_text()));
                 for m in h {
-                    eprintln!("{}: {}", m.kind_name(), m.text());
+                    eprintln!("{}: {}", m.kind_name(), crate::terminal::printable(m.text()));
                 }
             }
         }

@@ -11,6 +11,7 @@
 //! - `manage.rs`: `hark sessions`, `export`, `import`, `delete`, `keys`.
 //! - `models.rs`: `hark models`, the offline models, and the download progress bar.
 //! - `memory.rs`: `hark memory`, remembered facts and search over past conversations.
+//! - `terminal.rs`: model text made safe to print (no terminal control sequences).
 
 mod chat;
 mod manage;
@@ -18,6 +19,7 @@ mod memory;
 mod models;
 mod session_args;
 mod talk;
+mod terminal;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -125,8 +127,15 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            // One line: the chain of causes joined.
-            eprintln!("hark: {}", format!("{e:#}").replace('\n', " "));
+            // One line: the chain of causes joined, and what the audio library said.
+            let mut line = format!("{e:#}").replace('\n', " ");
+            if let Some(detail) = e
+                .downcast_ref::<hark_core::audio::AudioError>()
+                .and_then(|a| a.detail())
+            {
+                line.push_str(&format!(" ({detail})"));
+            }
+            eprintln!("hark: {}", terminal::printable(&line));
             ExitCode::FAILURE
         }
     }

@@ -8,16 +8,14 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
-use hark_core::conversation::HistorySettings;
-use hark_core::local::{self, LocalLlm};
-use hark_core::models::{Manifest, ModelKind};
-use hark_core::provider::{ProviderConfig, ProviderKind};
+use hark_core::assembly::{Llm as ResolvedLlm, LlmChoice, Profile, DEFAULT_REPLY_BUDGET};
+use hark_core::local::LocalLlm;
+use hark_core::models::{Manifest, ModelStore};
 use hark_core::secrets::Keychain;
 use hark_core::session::ChatSession;
 use hark_core::store::Store;
-use hark_core::tools::Toolbox;
 
 #[derive(Args)]
 pub struct SessionArgs {
@@ -30,6 +28,8 @@ pub struct SessionArgs {
     #[arg(long, env = "HARK_LOCAL_MODEL")]
     pub local_model: Option<String>,
     /// Provider endpoint (proxy, local server). Also HARK_ANTHROPIC_BASE_URL / HARK_OPENAI_BASE_URL.
+    /// A key stored for the provider's official endpoint is not sent here: store one for
+    /// this URL with `hark keys set PROVIDER --base-url URL`.
     #[arg(long)]
     pub base_url: Option<String>,
     /// Model name.
@@ -68,14 +68,12 @@ pub struct SessionArgs {
     #[arg(long)]
     pub json: bool,
     /// Reply budget in tokens.
-    #[arg(long, default_value_t = 1024)]
+    #[arg(long, default_value_t = DEFAULT_REPLY_BUDGET)]
     pub max_tokens: u32,
     /// Sampling temperature.
     #[arg(long)]
     pub temperature: Option<f32>,
 }
-
-const DEFAULT_SYSTEM: &str = "You are Hark, a helpful voice assistant. Answer in one to three short spoken sentences.";
 
 /// The `--llm` choices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -87,73 +85,6 @@ pub enum Llm {
     Local,
 }
 
-/// Picks the provider: explicit, else `openai` for a custom base URL, else whichever has a
-/// key (Anthropic first), else the offline model.
-fn choose_provider(args: &SessionArgs, kc: &Keychain) -> Llm {
-    if let Some(k) = args.llm {
-        return k;
-    }
-    if args.base_url.is_some() {
-        return Llm::OpenAi;
-    }
-    for (k, llm) in [
-        (ProviderKind::Anthropic, Llm::Anthropic),
-        (ProviderKind::OpenAi, Llm::OpenAi),
-    ] {
-        if matches!(kc.get(k.as_str()), Ok(Some(_))) {
-            return llm;
-        }
-    }
-    Llm::Local
-}
-
-/// The offline model's server, started (after a first-use download) for this session.
-async fn start_local(args: &SessionArgs) -> Result<LocalLlm> {
-    let manifest = Manifest::load()?;
-    let spec = match &args.local_model {
-        Some(id) => manifest.find(id)?,
-        None => manifest
-            .default_for(ModelKind::Llm)
-            .context("the model manifest has no default chat model")?,
-    };
-    if spec.kind != ModelKind::Llm {
-        bail!(
-            "{} is a speech model, not a chat model (see `hark models list`)",
-            spec.id
-        );
-    }
-    let path = crate::models::ensure(spec, "Hark runs offline (no API key, or --llm local)").await?;
-    Ok(LocalLlm::start(&path, &spec.id, local::DEFAULT_CONTEXT).await?)
-}
-
-fn provider_config(args: &SessionArgs, kind: ProviderKind) -> Result<ProviderConfig> {
-    let kc = Keychain::default();
-    let mut c = ProviderConfig::new(kind);
-    if let Some(url) = &args.base_url {
-        c.base_url = url.clone();
-    }
-    if let Some(m) = &args.model {
-        c.model = m.clone();
-    }
-    c.max_tokens = args.max_tokens;
-    c.temperature = args.temperature;
-    c.api_key = match kc.get(kind.as_str()) {
-        Ok(k) => k.map(|(k, _)| k.expose().to_string()),
-        // A local server needs no key, so an unusable keychain only matters for the public
-        // endpoints; the provider then reports the missing key with its next step.
-        Err(e) if c.is_public_endpoint() => {
-            bail!(
-                "no {} API key: set {} or run `hark keys set {}` ({e})",
-                kind.as_str(),
-                hark_core::secrets::env_var(kind.as_str()).unwrap_or_default(),
-                kind.as_str()
-            )
-        }
-        Err(_) => None,
-    };
-    Ok(c)
-}
-
 /// An open session, and the offline model's server when it uses one (it stops when this
 /// is dropped).
 pub struct Opened {
@@ -163,46 +94,56 @@ pub struct Opened {
 }
 
 impl SessionArgs {
-    /// Opens the store and the session (new, or resumed with `--session`), applying the
-    /// flags given over what the session had.
-    pub async fn open(&self, db: &Path) -> Result<Opened> {
-        let kc = Keychain::default();
-        let (config, local) = match choose_provider(self, &kc) {
-            Llm::Anthropic => (provider_config(self, ProviderKind::Anthropic)?, None),
-            Llm::OpenAi => (provider_config(self, ProviderKind::OpenAi)?, None),
-            Llm::Local => {
-                let local = start_local(self).await?;
-                let mut c = local.config();
-                c.max_tokens = self.max_tokens;
-                c.temperature = self.temperature;
-                (c, Some(local))
-            }
-        };
-        let reply_budget = config.max_tokens;
-        let model = config.build().context("cannot set up the language model")?;
-        let store = Arc::new(Store::open(db)?);
+    /// The profile these flags describe (the speech fields are `hark talk`'s to fill in).
+    pub fn profile(&self) -> Profile {
+        let defaults = Profile::default();
+        Profile {
+            llm_provider: match self.llm {
+                Some(Llm::Anthropic) => LlmChoice::Anthropic,
+                Some(Llm::OpenAi) => LlmChoice::OpenAi,
+                Some(Llm::Local) => LlmChoice::Local,
+                None => LlmChoice::Auto,
+            },
+            llm_model: self.model.clone().unwrap_or_default(),
+            local_model: self.local_model.clone(),
+            llm_base_url: self.base_url.clone(),
+            max_tokens: self.max_tokens,
+            temperature: self.temperature,
+            system_prompt: self.system.clone().unwrap_or(defaults.system_prompt),
+            summarize: self.summarize,
+            recall: !self.no_recall,
+            tools: !self.no_tools,
+            ..defaults
+        }
+    }
 
-        let (mut session, resumed) = match &self.session {
-            Some(id) => {
-                let id = store.resolve_session(id)?;
-                (ChatSession::resume(store.clone(), &id, model)?, true)
-            }
-            None => {
-                let settings = HistorySettings::default();
-                let system = self.system.as_deref().unwrap_or(DEFAULT_SYSTEM);
-                (ChatSession::create(store.clone(), model, system, settings)?, false)
-            }
-        };
-        session.set_reply_budget(reply_budget);
-        session.set_summarization(self.summarize);
-        session.set_recall(!self.no_recall);
-        // Small local models do not call tools reliably: they get none.
-        if !self.no_tools && local.is_none() {
-            session.set_tools(Toolbox::builtin());
+    /// Opens the store and the session (new, or resumed with `--session`), applying the
+    /// flags given over what the session had. With no key at all the offline model is
+    /// fetched on first use (with a progress bar) and started.
+    pub async fn open(&self, db: &Path, profile: &Profile) -> Result<Opened> {
+        let kc = Keychain::default();
+        let manifest = Manifest::load()?;
+        let models = ModelStore::default_dir();
+        if profile.llm(&kc) == ResolvedLlm::Local {
+            crate::models::ensure(
+                profile.local_spec(&manifest)?,
+                "Hark runs offline (no API key, or --llm local)",
+            )
+            .await?;
         }
-        if let Some(l) = &local {
-            session.set_model_window(l.context_window());
-        }
+        let chat = profile
+            .chat(&kc, &manifest, &models)
+            .await
+            .context("cannot set up the language model")?;
+        let store = Arc::new(Store::open(db)?);
+        let resumed = self.session.is_some();
+        let id = self
+            .session
+            .as_deref()
+            .map(|id| store.resolve_session(id))
+            .transpose()?;
+        let (mut session, local) = profile.open_session(&store, chat, id.as_deref())?;
+
         // Flags override what the session had; absent flags keep it.
         let mut settings = session.conversation().settings();
         if let Some(n) = self.max_turns {

@@ -10,24 +10,22 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use hark_core::assembly::Profile;
+use hark_core::audio::input::Microphone;
 use hark_core::audio::playback::{AudioOut, Speaker, WavOut};
 use hark_core::audio::{list_devices, wav};
-use hark_core::models::{Manifest, ModelKind};
-use hark_core::provider::{ProviderConfig, ProviderKind};
+use hark_core::models::Manifest;
 use hark_core::secrets::Keychain;
 use hark_core::session::ptt::{check_utterance, Key, PttMode};
-use hark_core::session::voice::{self, Voice, VoiceCommand, VoiceEvent};
-use hark_core::stt::deepgram::{DeepgramConfig, DeepgramStt};
-use hark_core::stt::openai::OpenAiStt;
-use hark_core::stt::{SttKind, Transcriber};
-use hark_core::tts::remote::{DeepgramTts, OpenAiTts};
-use hark_core::tts::system::SystemVoice;
-use hark_core::tts::{Synthesizer, TtsKind};
+use hark_core::session::voice::{self, ActorOptions, Voice, VoiceEvent};
+use hark_core::stt::SttKind;
+use hark_core::tts::TtsKind;
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::session_args::SessionArgs;
+use crate::terminal::printable;
 
 #[derive(Args)]
 pub struct TalkArgs {
@@ -45,7 +43,7 @@ pub struct TalkArgs {
     /// Text-to-speech: system (the OS voice), deepgram, openai.
     #[arg(long, default_value = "system")]
     tts: TtsKind,
-    /// The whisper model file (default: <models dir>/ggml-tiny.en.bin).
+    /// The whisper model file (default: the manifest's speech model in the models directory).
     #[arg(long, env = "HARK_WHISPER_MODEL")]
     whisper_model: Option<PathBuf>,
     /// Voice name (Deepgram model, OpenAI voice, or the OS voice).
@@ -62,71 +60,26 @@ pub struct TalkArgs {
     list_devices: bool,
 }
 
-fn deepgram_config() -> DeepgramConfig {
-    DeepgramConfig::new(Keychain::default().value("deepgram"))
-}
-
-fn openai_speech_config(model: &str) -> ProviderConfig {
-    let mut c = ProviderConfig::new(ProviderKind::OpenAi);
-    c.api_key = Keychain::default().value("openai");
-    c.model = model.to_string();
-    c
-}
-
-fn transcriber(args: &TalkArgs) -> Result<Arc<dyn Transcriber>> {
-    Ok(match args.stt {
-        SttKind::Deepgram => Arc::new(DeepgramStt::new(deepgram_config(), true)?),
-        SttKind::DeepgramPrerecorded => Arc::new(DeepgramStt::new(deepgram_config(), false)?),
-        SttKind::OpenAi => Arc::new(OpenAiStt::new(openai_speech_config("gpt-4o-mini-transcribe"))?),
-        SttKind::Whisper => whisper(args)?,
-    })
-}
-
-#[cfg(feature = "whisper")]
-fn whisper(args: &TalkArgs) -> Result<Arc<dyn Transcriber>> {
-    use hark_core::stt::whisper::{models_dir, WhisperStt, DEFAULT_MODEL};
-    let path = args
-        .whisper_model
-        .clone()
-        .unwrap_or_else(|| models_dir().join(DEFAULT_MODEL));
-    Ok(Arc::new(WhisperStt::load(&path)?))
+impl TalkArgs {
+    /// The session flags' profile with this command's speech choices.
+    fn profile(&self) -> Profile {
+        Profile {
+            stt: self.stt,
+            tts: self.tts,
+            whisper_model: self.whisper_model.clone(),
+            voice: self.voice.clone(),
+            deepgram_base_url: std::env::var("HARK_DEEPGRAM_BASE_URL").ok(),
+            ..self.session.profile()
+        }
+    }
 }
 
 /// The default speech model, downloaded (and converted) on first use.
-async fn ensure_speech_model(args: &TalkArgs) -> Result<()> {
-    if args.stt != SttKind::Whisper || args.whisper_model.is_some() {
-        return Ok(());
+async fn ensure_speech_model(profile: &Profile) -> Result<()> {
+    if let Some(spec) = profile.whisper_spec(&Manifest::load()?) {
+        crate::models::ensure(spec, "speech-to-text runs offline").await?;
     }
-    let manifest = Manifest::load()?;
-    let Some(spec) = manifest.default_for(ModelKind::Stt) else {
-        return Ok(());
-    };
-    crate::models::ensure(spec, "speech-to-text runs offline").await?;
     Ok(())
-}
-
-#[cfg(not(feature = "whisper"))]
-fn whisper(_: &TalkArgs) -> Result<Arc<dyn Transcriber>> {
-    anyhow::bail!(
-        "this build has no offline speech engine (built without the `whisper` feature): use --stt deepgram or openai"
-    )
-}
-
-fn synthesizer(args: &TalkArgs) -> Result<Arc<dyn Synthesizer>> {
-    Ok(match args.tts {
-        TtsKind::System => Arc::new(SystemVoice {
-            voice: args.voice.clone(),
-            rate_wpm: None,
-        }),
-        TtsKind::Deepgram => Arc::new(DeepgramTts::new(
-            deepgram_config(),
-            args.voice.clone().unwrap_or("aura-2-thalia-en".into()),
-        )?),
-        TtsKind::OpenAi => Arc::new(OpenAiTts::new(
-            openai_speech_config("gpt-4o-mini-tts"),
-            args.voice.clone().unwrap_or("alloy".into()),
-        )?),
-    })
 }
 
 /// Prints voice events: JSON lines, or a readable transcript.
@@ -143,15 +96,15 @@ fn print_event(json: bool, e: &VoiceEvent) {
     }
     let mut err = std::io::stderr();
     match e {
-        VoiceEvent::ListeningStarted => eprintln!("(listening… press Enter to stop)"),
+        VoiceEvent::ListeningStarted { device } => eprintln!("(listening on {device}… press Enter to stop)"),
         VoiceEvent::TranscriptInterim { text } => {
-            let _ = write!(err, "\r… {text}");
+            let _ = write!(err, "\r… {}", printable(text));
         }
-        VoiceEvent::TranscriptFinal { text } => println!("you: {text}"),
+        VoiceEvent::TranscriptFinal { text } => println!("you: {}", printable(text)),
         VoiceEvent::NoTurn { reason } => eprintln!("(no turn: {reason:?})"),
         VoiceEvent::ReplyDelta { .. } | VoiceEvent::Level { .. } => {}
         VoiceEvent::TurnFinished { reply, metrics } => {
-            println!("hark: {reply}");
+            println!("hark: {}", printable(reply));
             eprintln!(
                 "(release→transcript {} ms, first token {} ms, first audio out {} ms)",
                 metrics.transcript_ms.unwrap_or(0),
@@ -159,17 +112,21 @@ fn print_event(json: bool, e: &VoiceEvent) {
                 metrics.first_audio_out_ms.unwrap_or(0)
             );
         }
-        VoiceEvent::ReplyInterrupted { heard, .. } => eprintln!("(interrupted; heard: “{heard}”)"),
+        VoiceEvent::ReplyInterrupted { heard, .. } => eprintln!("(interrupted; heard: “{}”)", printable(heard)),
         VoiceEvent::ToolStarted { name } => eprintln!("({name}…)"),
         VoiceEvent::ToolFinished { name, state } => eprintln!("({name}: {state})"),
         VoiceEvent::Failed {
             kind,
             message,
             next_step,
-        } => eprintln!("hark: {kind}: {message} ({next_step})"),
+            detail,
+        } => {
+            eprintln!("hark: {kind}: {} ({next_step})", printable(message));
+            if let Some(d) = detail {
+                eprintln!("hark: details: {}", printable(d));
+            }
+        }
         VoiceEvent::ThinkingStarted
-        | VoiceEvent::ModelProgress { .. }
-        | VoiceEvent::SessionReady { .. }
         | VoiceEvent::SpeakingStarted
         | VoiceEvent::Idle
         | VoiceEvent::ContextChanged { .. } => {}
@@ -186,9 +143,11 @@ pub async fn run(args: TalkArgs, db: PathBuf) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    ensure_speech_model(&args).await?;
-    let stt = transcriber(&args)?;
-    let tts = synthesizer(&args)?;
+    let profile = args.profile();
+    ensure_speech_model(&profile).await?;
+    let kc = Keychain::default();
+    let stt = profile.transcriber(&kc)?;
+    let tts = profile.synthesizer(&kc)?;
     let file_out = args.out.as_ref().map(|_| Arc::new(WavOut::default()));
     let out: Arc<dyn AudioOut> = match &file_out {
         Some(w) => w.clone(),
@@ -198,7 +157,7 @@ pub async fn run(args: TalkArgs, db: PathBuf) -> Result<ExitCode> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
     let voice = Voice { stt, tts, out };
-    let opened = args.session.open(&db).await?;
+    let opened = args.session.open(&db, &profile).await?;
     let _local = opened.local;
     let mut chat = opened.session;
     let json = args.session.json;
@@ -272,16 +231,24 @@ async fn microphone(
     events: mpsc::UnboundedSender<VoiceEvent>,
 ) -> Result<()> {
     eprintln!("press Enter to talk, Enter again to stop; Enter while Hark speaks interrupts; q + Enter quits");
-    let (cmd, task) = voice::spawn(chat, voice, PttMode::Toggle, input, events);
+    let session = voice::spawn(
+        chat,
+        voice,
+        ActorOptions {
+            mode: PttMode::Toggle,
+            input_device: input,
+            input: Arc::new(Microphone),
+        },
+        events,
+    );
     let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
     while let Some(line) = lines.next_line().await? {
         if line.trim() == "q" {
             break;
         }
-        let _ = cmd.send(VoiceCommand::Key(Key::Press));
-        let _ = cmd.send(VoiceCommand::Key(Key::Release));
+        let _ = session.handle().key(Key::Press);
+        let _ = session.handle().key(Key::Release);
     }
-    let _ = cmd.send(VoiceCommand::Shutdown);
-    task.await.context("the voice session ended abnormally")?;
+    session.shutdown().await.context("the voice session ended abnormally")?;
     Ok(())
 }

@@ -453,3 +453,234 @@ fn summarize_flag_keeps_the_name_past_max_turns_and_exports_the_summary() {
     let e: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_eq!(e["summary"]["text"], "The user said: My name is Sam.");
 }
+
+/// Issue 9: two `hark chat --session ID` processes at once overwrote each other's rows
+/// (3–5 of 10 user messages lost). Two writers × 50 turns: every message is kept, in
+/// commit order, at distinct positions.
+#[test]
+fn two_writers_on_one_session_lose_no_message() {
+    let server = FakeLlm::anthropic(KEY);
+    let (_d, db) = tmp();
+    let mut first = anthropic(&db, &server);
+    first.args(["chat", "--json"]);
+    let o = run_with_stdin(first, "Hello.\n");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let session = events(&o)[0]["id"].as_str().unwrap().to_string();
+
+    let writers: Vec<Child> = ["A", "B"]
+        .iter()
+        .map(|who| {
+            let mut cmd = anthropic(&db, &server);
+            cmd.args(["chat", "--json", "--max-turns", "1", "--session", &session]);
+            let mut child = cmd
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let lines: String = (1..=50).map(|i| format!("{who} says {i}\n")).collect();
+            child.stdin.take().unwrap().write_all(lines.as_bytes()).unwrap();
+            child
+        })
+        .collect();
+    for w in writers {
+        let o = w.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let rows: Vec<(i64, String, String)> = conn
+        .prepare("SELECT seq, kind, text FROM messages WHERE session_id=?1 ORDER BY seq")
+        .unwrap()
+        .query_map([&session], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let seqs: Vec<i64> = rows.iter().map(|r| r.0).collect();
+    assert_eq!(
+        seqs,
+        (0..rows.len() as i64).collect::<Vec<_>>(),
+        "one row per position, no gaps"
+    );
+    let users: Vec<&str> = rows.iter().filter(|r| r.1 == "user").map(|r| r.2.as_str()).collect();
+    assert_eq!(users.len(), 101, "every user message is there");
+    for who in ["A", "B"] {
+        for i in 1..=50 {
+            let line = format!("{who} says {i}");
+            assert_eq!(users.iter().filter(|u| **u == line).count(), 1, "{line}");
+        }
+    }
+    assert_eq!(
+        rows.iter().filter(|r| r.1 == "assistant").count(),
+        101,
+        "and every reply"
+    );
+}
+
+/// Schema 1 (before long-term memory): sessions and messages only.
+const SCHEMA_1: &str = "
+CREATE TABLE sessions (id TEXT PRIMARY KEY, title TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
+    system_prompt TEXT NOT NULL DEFAULT '', settings TEXT NOT NULL DEFAULT '{}', provider TEXT, model TEXT);
+CREATE TABLE messages (session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE, seq INTEGER NOT NULL,
+    id TEXT NOT NULL, kind TEXT NOT NULL, text TEXT NOT NULL, created_at TEXT NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq), UNIQUE (session_id, id));
+CREATE TABLE summaries (session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE, version INTEGER NOT NULL,
+    text TEXT NOT NULL, through_seq INTEGER NOT NULL, created_at TEXT NOT NULL, PRIMARY KEY (session_id, version));
+PRAGMA user_version = 1;
+";
+
+/// A schema-1 database with `n` messages in one session.
+fn schema_1_db(db: &Path, n: usize) {
+    let mut conn = rusqlite::Connection::open(db).unwrap();
+    conn.execute_batch(SCHEMA_1).unwrap();
+    let tx = conn.transaction().unwrap();
+    tx.execute(
+        "INSERT INTO sessions (id, created_at, updated_at) VALUES ('s1', '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z')",
+        [],
+    )
+    .unwrap();
+    {
+        let mut ins = tx
+            .prepare("INSERT INTO messages VALUES ('s1', ?1, ?2, 'user', ?3, '2026-01-01T00:00:00Z', ?4)")
+            .unwrap();
+        for i in 0..n {
+            let text = format!("message {i} about kayak number {i}");
+            let body = serde_json::json!({"id": format!("m{i}"), "created_at": "2026-01-01T00:00:00Z", "kind": "user", "text": text});
+            ins.execute(rusqlite::params![i as i64, format!("m{i}"), text, body.to_string()])
+                .unwrap();
+        }
+    }
+    tx.commit().unwrap();
+}
+
+/// The schema version and, once migrated, whether the index holds every message once.
+fn migration_state(db: &Path) -> (i64, bool) {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let v: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    if v < 2 {
+        return (v, false);
+    }
+    let m: i64 = conn
+        .query_row("SELECT COUNT(*) FROM messages", [], |r| r.get(0))
+        .unwrap();
+    let f: i64 = conn
+        .query_row("SELECT COUNT(*) FROM messages_fts", [], |r| r.get(0))
+        .unwrap();
+    (v, m == f)
+}
+
+/// Issue 9: the schema migration ran as separate statements; killed (or raced) between
+/// them it left a database every later open refused. Now it is one transaction: killed
+/// at any point, the file is schema 1 untouched or schema 2 complete, and it opens.
+#[test]
+fn a_migration_killed_midway_leaves_a_database_that_opens() {
+    let (dir, _) = tmp();
+    let template = dir.path().join("template.db");
+    schema_1_db(&template, 60_000);
+    for (round, delay_ms) in [5u64, 20, 40, 80, 120, 200, 300, 500].into_iter().enumerate() {
+        let db = dir.path().join(format!("kill-{round}.db"));
+        std::fs::copy(&template, &db).unwrap();
+        let mut child = hark(&db)
+            .arg("sessions")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        let _ = child.kill();
+        child.wait().unwrap();
+        let (v, complete) = migration_state(&db);
+        assert!(
+            v == 1 || (v == 2 && complete),
+            "killed after {delay_ms} ms: schema {v}, index complete {complete}"
+        );
+        let o = hark(&db).arg("sessions").output().unwrap();
+        assert!(
+            o.status.success(),
+            "reopening after a kill at {delay_ms} ms: {}",
+            stderr(&o)
+        );
+        assert_eq!(migration_state(&db), (2, true));
+    }
+}
+
+/// What an older Hark left when stopped between indexing and stamping the version: the
+/// index filled, the version still 1. It used to fail every open with a constraint error.
+#[test]
+fn a_half_migrated_schema_1_database_opens() {
+    let (_d, db) = tmp();
+    schema_1_db(&db, 20);
+    {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute_batch(
+            "CREATE VIRTUAL TABLE messages_fts USING fts5(text, session_id UNINDEXED, seq UNINDEXED, tokenize = 'porter unicode61');
+             INSERT INTO messages_fts (rowid, text, session_id, seq) SELECT rowid, text, session_id, seq FROM messages;",
+        )
+        .unwrap();
+    }
+    let o = hark(&db).arg("sessions").output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(migration_state(&db), (2, true));
+    let o = hark(&db).args(["memory", "search", "kayak"]).output().unwrap();
+    assert!(stdout(&o).contains("kayak number"), "{}", stdout(&o));
+}
+
+/// Issue 9: `hark delete` took any unique prefix, so one mistyped character could delete a
+/// conversation.
+#[test]
+fn delete_needs_a_prefix_of_at_least_four_characters() {
+    let server = FakeLlm::anthropic(KEY);
+    let (_d, db) = tmp();
+    let mut c = anthropic(&db, &server);
+    c.args(["chat", "--json"]);
+    let o = run_with_stdin(c, "Hello.\n");
+    let id = events(&o)[0]["id"].as_str().unwrap().to_string();
+    let o = hark(&db).args(["delete", &id[..3]]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("at least 4 characters"), "{}", stderr(&o));
+    assert!(
+        stdout(&hark(&db).arg("sessions").output().unwrap()).contains(&id),
+        "still there"
+    );
+    let o = hark(&db).args(["delete", &id[..4]]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stdout(&hark(&db).arg("sessions").output().unwrap()).contains(&id));
+}
+
+/// Issue 9: model text went to the terminal as it was, escape sequences included.
+#[test]
+fn plain_chat_output_strips_terminal_control_sequences() {
+    let server = FakeLlm::anthropic(KEY);
+    server.push(Behaviour::Text(
+        "Hi \u{1b}]0;owned\u{7}there \u{1b}[2J\u{1b}[31mfriend\u{1b}[0m.".into(),
+    ));
+    let (_d, db) = tmp();
+    let mut c = anthropic(&db, &server);
+    c.arg("chat");
+    let o = run_with_stdin(c, "Hello.\n");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "Hi there friend.\n");
+}
+
+/// Issue 9: two processes opening an old database at once both ran the migration; the
+/// second's indexing collided with the first's and its open failed.
+#[test]
+fn two_processes_opening_an_old_database_at_once_both_succeed() {
+    let (_d, db) = tmp();
+    schema_1_db(&db, 60_000);
+    let openers: Vec<Child> = (0..3)
+        .map(|_| {
+            hark(&db)
+                .arg("sessions")
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for o in openers {
+        let o = o.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    assert_eq!(migration_state(&db), (2, true));
+}

@@ -4,7 +4,11 @@
 //! `hark` CLI are thin adapters over this crate.
 //!
 //! # Layout
+//! - `assembly`: the composition root: from what the user chose ([`assembly::Profile`]) and
+//!   the keys present to a session's model, speech and settings; every default lives here.
 //! - `conversation`: the record, the context window over it, and the history rules.
+//! - `error`: the one error taxonomy ([`error::ErrorKind`]) with each kind's next step, and
+//!   the redaction of key-shaped text.
 //! - `local`: the offline language model, `hark-llm`, started as a child process.
 //! - `models`: the offline models' manifest (sha256-pinned), resumable first-use downloads,
 //!   and the Whisper CTranslate2 → ggml converter.
@@ -18,11 +22,14 @@
 //!   turn loop with barge-in.
 //! - `audio`: capture (cpal), 16 kHz conversion (rubato), playback (rodio), WAV files.
 //! - `stt`: speech-to-text (Deepgram live and prerecorded, OpenAI, offline whisper.cpp).
+//! - `testing`: in-process stand-ins (model, transcriber, voice) for tests and benchmarks.
 //! - `tools`: tools the model may call, and the built-in ones (time, memory, search).
 //! - `tts`: text-to-speech (Deepgram Aura-2, OpenAI, the operating system's voice).
 
+pub mod assembly;
 pub mod audio;
 pub mod conversation;
+pub mod error;
 pub mod local;
 pub mod models;
 pub mod provider;
@@ -30,6 +37,7 @@ pub mod secrets;
 pub mod session;
 pub mod store;
 pub mod stt;
+pub mod testing;
 pub mod tokens;
 pub mod tools;
 pub mod tts;

@@ -28,6 +28,8 @@ pub struct LocalLlm {
     child: Child,
     /// Held open: its closing is the server's signal to exit.
     _stdin: Option<tokio::process::ChildStdin>,
+    /// The bearer token the server takes (made for this launch).
+    token: String,
     base_url: String,
     model: String,
     n_ctx: u32,
@@ -56,8 +58,15 @@ pub fn server_binary() -> PathBuf {
     PathBuf::from(name)
 }
 
+/// 128 random bits, hex.
+fn launch_token() -> String {
+    use rand::Rng;
+    let bytes: [u8; 16] = rand::rng().random();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 fn fail(message: String) -> ProviderError {
-    ProviderError::new(PROVIDER, ErrorKind::Connectivity, message)
+    ProviderError::new(PROVIDER, ErrorKind::LocalEngine, message)
 }
 
 impl LocalLlm {
@@ -72,7 +81,7 @@ impl LocalLlm {
             .arg("--model")
             .arg(model_file)
             .args(["--alias", alias, "--port", "0", "--ctx", &n_ctx.to_string()])
-            .args(["--threads", &threads.to_string(), "--exit-with-stdin"])
+            .args(["--threads", &threads.to_string(), "--exit-with-stdin", "--token-stdin"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -84,7 +93,16 @@ impl LocalLlm {
                     bin.display()
                 ))
             })?;
-        let stdin = child.stdin.take();
+        // A token for this launch only, handed over on the pipe (a command line is visible
+        // to every user of the machine): other programs cannot use the model.
+        let token = launch_token();
+        let mut stdin = child.stdin.take();
+        if let Some(pipe) = stdin.as_mut() {
+            use tokio::io::AsyncWriteExt;
+            pipe.write_all(format!("{token}\n").as_bytes())
+                .await
+                .map_err(|e| fail(format!("cannot hand the launch token to hark-llm: {e}")))?;
+        }
         let stdout = child
             .stdout
             .take()
@@ -133,6 +151,7 @@ impl LocalLlm {
         Ok(Self {
             child,
             _stdin: stdin,
+            token,
             base_url,
             model: alias.to_string(),
             n_ctx,
@@ -144,7 +163,7 @@ impl LocalLlm {
         let mut c = ProviderConfig::new(ProviderKind::OpenAi);
         c.base_url = self.base_url.clone();
         c.model = self.model.clone();
-        c.api_key = None;
+        c.api_key = Some(self.token.clone());
         // A local model on a busy CPU can take a while before its first token.
         c.idle_timeout = Duration::from_secs(120);
         c

@@ -176,12 +176,12 @@ impl Tool for ForgetFact {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "forget_fact".into(),
-            description: "Deletes remembered facts that contain the given words. Use it when the user asks you to \
-                          forget something."
+            description: "Deletes one remembered fact: give its words exactly (or enough of them to name it \
+                          alone). Use it when the user asks you to forget something."
                 .into(),
             parameters: json!({
                 "type": "object",
-                "properties": {"fact": {"type": "string", "description": "Words of the fact to forget."}},
+                "properties": {"fact": {"type": "string", "description": "The fact to forget, as remembered."}},
                 "required": ["fact"],
                 "additionalProperties": false
             }),
@@ -190,12 +190,8 @@ impl Tool for ForgetFact {
 
     async fn call(&self, args: &Value, ctx: &ToolContext) -> Result<String, String> {
         let words = string_arg(args, "fact")?;
-        let gone = ctx.store.forget_matching(words).map_err(|e| e.to_string())?;
-        if gone.is_empty() {
-            return Err(format!("no remembered fact contains \"{words}\""));
-        }
-        let list: Vec<String> = gone.into_iter().map(|f| f.text).collect();
-        Ok(format!("Forgot: {}", list.join(" | ")))
+        let gone = ctx.store.forget_one(words).map_err(|e| e.to_string())?;
+        Ok(format!("Forgot: {}", gone.text))
     }
 }
 
@@ -304,7 +300,6 @@ mod tests {
         ctx.store
             .save_message(
                 "s1",
-                0,
                 &Message::new(MessageKind::User {
                     text: "My kayak is red.".into(),
                 }),

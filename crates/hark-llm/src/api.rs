@@ -51,15 +51,57 @@ impl ApiError {
         }
     }
 
+    /// A request refused before it reached the model (404, 405, 413, 415, a foreign Host).
+    pub fn refused(status: u16, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            message: message.into(),
+            param: None,
+            code: None,
+        }
+    }
+
+    /// No or the wrong bearer token, in OpenAI's words and code.
+    pub fn unauthorized() -> Self {
+        Self {
+            status: 401,
+            message: "Incorrect API key provided. This server takes the token it was started with.".into(),
+            param: None,
+            code: Some("invalid_api_key"),
+        }
+    }
+
     /// The error body: `{"error": {"message", "type", "param", "code"}}`.
     pub fn body(&self) -> Value {
-        let kind = if self.status >= 500 {
-            "server_error"
-        } else {
-            "invalid_request_error"
+        let kind = match self.status {
+            401 => "authentication_error",
+            403 => "permission_error",
+            404 => "not_found_error",
+            s if s >= 500 => "server_error",
+            _ => "invalid_request_error",
         };
         json!({"error": {"message": self.message, "type": kind, "param": self.param, "code": self.code}})
     }
+}
+
+/// Whether a `Host` header names this computer (with or without a port).
+pub fn is_loopback_host(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => host.rsplit_once(':').map_or(host, |(h, port)| {
+            if port.chars().all(|c| c.is_ascii_digit()) {
+                h
+            } else {
+                host
+            }
+        }),
+    };
+    name.eq_ignore_ascii_case("localhost") || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Compares two secrets in time that does not depend on where they differ.
+pub fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// The default reply budget when the request names none.
@@ -292,6 +334,24 @@ mod tests {
             e(r#"{"messages":[{"role":"user","content":"x"}],"temperature":3}"#),
             "temperature: 3 is not between 0 and 2"
         );
+    }
+
+    #[test]
+    fn only_loopback_host_names_pass() {
+        for ok in ["127.0.0.1:8080", "localhost", "LOCALHOST:1", "[::1]:9000", "127.0.0.2"] {
+            assert!(is_loopback_host(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "evil.example",
+            "evil.example:80",
+            "192.168.0.2:8080",
+            "127.0.0.1.evil.example",
+            "[::2]:80",
+        ] {
+            assert!(!is_loopback_host(bad), "{bad}");
+        }
+        assert!(same_secret(b"abc", b"abc") && !same_secret(b"abc", b"abd") && !same_secret(b"abc", b"ab"));
     }
 
     #[test]

@@ -15,6 +15,13 @@
 //! (with `--port 0` the OS picks the port). Tools in a request are ignored: small local
 //! models do not call them reliably. With `--exit-with-stdin` it stops when its parent
 //! goes away (the parent holds a pipe to its stdin).
+//!
+//! Who may talk to it (issue 9): with `--token-stdin` the first line of stdin is a token
+//! made for this launch, and every request must carry it as `Authorization: Bearer` (other
+//! local programs and web pages cannot use the model); it never appears on the command
+//! line, where any user of the machine could read it. Requests must name a loopback `Host`
+//! (a web page that rebinds a DNS name to 127.0.0.1 is refused), and POSTs must be JSON.
+//! Every refusal, 404, 405 and 413 included, is an OpenAI-shaped JSON error.
 
 mod api;
 mod engine;
@@ -65,11 +72,19 @@ struct Args {
     /// with it, even when the parent crashes.
     #[arg(long)]
     exit_with_stdin: bool,
+    /// Read a bearer token from the first line of stdin; requests without it are refused.
+    #[arg(long)]
+    token_stdin: bool,
 }
+
+/// The largest request body accepted: a full 4,096-token context is about 16 KB of text.
+const MAX_BODY: usize = 4 * 1024 * 1024;
 
 struct AppState {
     engine: Engine,
     alias: String,
+    /// The bearer token requests must carry, when one was given.
+    token: Option<String>,
 }
 
 fn error_response(e: &ApiError) -> Response {
@@ -77,16 +92,87 @@ fn error_response(e: &ApiError) -> Response {
     (status, Json(e.body())).into_response()
 }
 
-async fn health(State(s): State<Arc<AppState>>) -> Json<serde_json::Value> {
+/// `ok` only while the model's worker thread runs: after it died every generation would
+/// fail, and the parent should know (503).
+async fn health(State(s): State<Arc<AppState>>) -> Response {
     let abandoned = s.engine.abandoned.load(std::sync::atomic::Ordering::Relaxed);
+    if !s.engine.is_alive() {
+        let body = json!({"status": "error", "model": s.alias, "error": {"message": "the model's worker thread has stopped", "type": "server_error", "param": null, "code": null}});
+        return (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response();
+    }
     Json(json!({"status": "ok", "model": s.alias, "n_ctx": s.engine.n_ctx, "abandoned_generations": abandoned}))
+        .into_response()
+}
+
+/// Checks every request before its route: a loopback `Host`, the launch token, and JSON
+/// for a POST.
+async fn guard(State(s): State<Arc<AppState>>, req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    if let Err(e) = check(&s, &req) {
+        return error_response(&e);
+    }
+    next.run(req).await
+}
+
+fn check(s: &AppState, req: &axum::extract::Request) -> Result<(), ApiError> {
+    let headers = req.headers();
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default();
+    if !api::is_loopback_host(host) {
+        return Err(ApiError::refused(
+            403,
+            format!("this server only answers requests addressed to 127.0.0.1, [::1] or localhost, not {host:?}"),
+        ));
+    }
+    if let Some(token) = &s.token {
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|h| h.to_str().ok())
+            .and_then(|h| h.strip_prefix("Bearer "))
+            .unwrap_or_default();
+        if !api::same_secret(given.as_bytes(), token.as_bytes()) {
+            return Err(ApiError::unauthorized());
+        }
+    }
+    if req.method() == axum::http::Method::POST {
+        let json = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|h| h.to_str().ok())
+            .and_then(|h| h.split(';').next())
+            .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"));
+        if !json {
+            return Err(ApiError::refused(
+                415,
+                "the request body must be JSON (Content-Type: application/json)",
+            ));
+        }
+    }
+    Ok(())
+}
+
+async fn not_found(uri: axum::http::Uri) -> Response {
+    error_response(&ApiError::refused(404, format!("no route {}", uri.path())))
+}
+
+async fn method_not_allowed() -> Response {
+    error_response(&ApiError::refused(405, "this method is not allowed on this route"))
 }
 
 async fn models(State(s): State<Arc<AppState>>) -> Json<serde_json::Value> {
     Json(json!({"object": "list", "data": [{"id": s.alias, "object": "model", "created": 0, "owned_by": "hark"}]}))
 }
 
-async fn chat(State(s): State<Arc<AppState>>, body: Bytes) -> Response {
+async fn chat(State(s): State<Arc<AppState>>, body: Body) -> Response {
+    let body = match axum::body::to_bytes(body, MAX_BODY).await {
+        Ok(b) => b,
+        Err(_) => {
+            return error_response(&ApiError::refused(
+                413,
+                format!("the request body is larger than {MAX_BODY} bytes"),
+            ))
+        }
+    };
     let request = match api::parse_request(&body) {
         Ok(r) => r,
         Err(e) => return error_response(&e),
@@ -220,6 +306,17 @@ async fn run(args: Args) -> anyhow::Result<()> {
     if !args.model.is_file() {
         anyhow::bail!("no model file at {}", args.model.display());
     }
+    let token = if args.token_stdin {
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line)?;
+        let token = line.trim().to_string();
+        if token.len() < 16 {
+            anyhow::bail!("--token-stdin: the first line of stdin is not a token");
+        }
+        Some(token)
+    } else {
+        None
+    };
     if args.exit_with_stdin {
         std::thread::spawn(|| {
             let mut sink = [0u8; 256];
@@ -244,11 +341,13 @@ async fn run(args: Args) -> anyhow::Result<()> {
             .map(|s| s.to_string_lossy().to_string())
             .unwrap_or_else(|| "local".into())
     });
-    let state = Arc::new(AppState { engine, alias });
+    let state = Arc::new(AppState { engine, alias, token });
     let app = Router::new()
-        .route("/health", get(health))
-        .route("/v1/models", get(models))
-        .route("/v1/chat/completions", post(chat))
+        .route("/health", get(health).fallback(method_not_allowed))
+        .route("/v1/models", get(models).fallback(method_not_allowed))
+        .route("/v1/chat/completions", post(chat).fallback(method_not_allowed))
+        .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(state.clone(), guard))
         .with_state(state);
     let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port)).await?;
     let addr = listener.local_addr()?;
@@ -259,4 +358,25 @@ async fn run(args: Args) -> anyhow::Result<()> {
     }
     axum::serve(listener, app).await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 9: `/health` said "ok" after the model's worker thread had died.
+    #[tokio::test]
+    async fn health_is_an_error_once_the_worker_has_died() {
+        let state = Arc::new(AppState {
+            engine: Engine::stopped(),
+            alias: "m".into(),
+            token: None,
+        });
+        let r = health(State(state)).await;
+        assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+        let body = axum::body::to_bytes(r.into_body(), 4096).await.unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["status"], "error");
+        assert_eq!(v["error"]["type"], "server_error");
+    }
 }

@@ -16,6 +16,9 @@ struct Server {
     port: u16,
 }
 
+/// The launch token every test server is started with.
+const TOKEN: &str = "test-launch-token-6f1c9a2b";
+
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -23,20 +26,17 @@ impl Drop for Server {
     }
 }
 
-/// The SmolLM2 model, fetched through the manifest. `None` (skipped) outside CI when no
-/// models directory is configured; under CI=true it must be there.
-fn model() -> Option<std::path::PathBuf> {
-    if std::env::var_os("HARK_MODELS_DIR").is_none() {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("CI=true but HARK_MODELS_DIR is not set: run the tests through scripts/test.sh");
-        }
-        eprintln!("HARK_MODELS_DIR not set: test skipped (scripts/test.sh sets it)");
-        return None;
-    }
+/// The SmolLM2 model, fetched through the manifest into HARK_MODELS_DIR (which
+/// scripts/test.sh sets; these tests are `#[ignore]`d for a plain `cargo test`).
+fn model() -> std::path::PathBuf {
+    assert!(
+        std::env::var_os("HARK_MODELS_DIR").is_some(),
+        "HARK_MODELS_DIR is not set: run the tests through scripts/test.sh"
+    );
     let manifest = Manifest::builtin();
     let spec = manifest.find("smollm2-135m").unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
-    Some(rt.block_on(ModelStore::default_dir().ensure(spec, &|_| {})).unwrap())
+    rt.block_on(ModelStore::default_dir().ensure(spec, &|_| {})).unwrap()
 }
 
 fn start(model: &std::path::Path, ctx: u32) -> Server {
@@ -53,12 +53,13 @@ fn start(model: &std::path::Path, ctx: u32) -> Server {
             "--ctx",
             &ctx.to_string(),
         ])
-        .arg("--exit-with-stdin")
+        .args(["--exit-with-stdin", "--token-stdin"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
+    writeln!(child.stdin.as_mut().unwrap(), "{TOKEN}").unwrap();
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
@@ -75,13 +76,19 @@ fn start(model: &std::path::Path, ctx: u32) -> Server {
     Server { child, port }
 }
 
-/// A raw HTTP/1.1 request; returns (status, body as text).
+/// A raw HTTP/1.1 request with the launch token; returns (status, body as text).
 fn request(port: u16, method: &str, path: &str, body: &Value) -> (u16, String) {
+    let headers =
+        format!("host: 127.0.0.1:{port}\r\nauthorization: Bearer {TOKEN}\r\ncontent-type: application/json\r\n");
+    raw(port, method, path, &headers, &body.to_string())
+}
+
+/// A raw HTTP/1.1 request with exactly these headers (each ending in CRLF).
+fn raw(port: u16, method: &str, path: &str, headers: &str, body: &str) -> (u16, String) {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    let body = body.to_string();
     write!(
         s,
-        "{method} {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\n{headers}content-length: {}\r\nconnection: close\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
@@ -124,8 +131,9 @@ fn chat(messages: Value, extra: Value) -> Value {
 }
 
 #[test]
+#[ignore = "needs the SmolLM2 model that scripts/test.sh fetches into HARK_MODELS_DIR"]
 fn serves_the_openai_chat_completions_format_streamed_and_not() {
-    let Some(model) = model() else { return };
+    let model = model();
     let server = start(&model, 2048);
     let (status, body) = request(server.port, "GET", "/v1/models", &Value::Null);
     assert_eq!(status, 200);
@@ -184,8 +192,9 @@ fn serves_the_openai_chat_completions_format_streamed_and_not() {
 }
 
 #[test]
+#[ignore = "needs the SmolLM2 model that scripts/test.sh fetches into HARK_MODELS_DIR"]
 fn bad_requests_and_oversized_prompts_are_refused_in_the_openai_error_format() {
-    let Some(model) = model() else { return };
+    let model = model();
     let server = start(&model, 512);
     let (status, body) = request(
         server.port,
@@ -224,8 +233,9 @@ fn bad_requests_and_oversized_prompts_are_refused_in_the_openai_error_format() {
 }
 
 #[test]
+#[ignore = "needs the SmolLM2 model that scripts/test.sh fetches into HARK_MODELS_DIR"]
 fn a_client_that_hangs_up_stops_the_generation() {
-    let Some(model) = model() else { return };
+    let model = model();
     let server = start(&model, 2048);
     // A long generation, read for a moment, then the connection closes (a barge-in).
     let body = chat(
@@ -237,7 +247,7 @@ fn a_client_that_hangs_up_stops_the_generation() {
         let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
         write!(
             s,
-            "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+            "POST /v1/chat/completions HTTP/1.1\r\nhost: localhost\r\nauthorization: Bearer {TOKEN}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
             body.len()
         )
         .unwrap();
@@ -271,8 +281,9 @@ fn a_client_that_hangs_up_stops_the_generation() {
 }
 
 #[test]
+#[ignore = "needs the SmolLM2 model that scripts/test.sh fetches into HARK_MODELS_DIR"]
 fn the_server_exits_when_its_parent_closes_the_stdin_pipe() {
-    let Some(model) = model() else { return };
+    let model = model();
     let mut server = start(&model, 512);
     assert!(server.child.try_wait().unwrap().is_none(), "running");
     // What happens when the parent goes away, however it goes: the pipe closes.
@@ -283,4 +294,85 @@ fn the_server_exits_when_its_parent_closes_the_stdin_pipe() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(server.child.wait().unwrap().success());
+}
+
+/// Issue 9: any local program (or a web page through DNS rebinding) could use the model,
+/// and refusals were not all in the OpenAI error shape.
+#[test]
+#[ignore = "needs the SmolLM2 model that scripts/test.sh fetches into HARK_MODELS_DIR"]
+fn only_the_launching_parent_may_use_the_server_and_every_refusal_is_openai_json() {
+    let model = model();
+    let server = start(&model, 512);
+    let p = server.port;
+    let body = chat(json!([{"role": "user", "content": "Hi"}]), json!({"max_tokens": 2})).to_string();
+    let host = format!("host: 127.0.0.1:{p}\r\n");
+    let json_ct = "content-type: application/json\r\n";
+    let auth = format!("authorization: Bearer {TOKEN}\r\n");
+    let cases: Vec<(String, &str, &str, u16, &str)> = vec![
+        (
+            format!("{host}{json_ct}"),
+            "POST",
+            "/v1/chat/completions",
+            401,
+            "authentication_error",
+        ),
+        (
+            format!("{host}{json_ct}authorization: Bearer wrong-token-0000000\r\n"),
+            "POST",
+            "/v1/chat/completions",
+            401,
+            "authentication_error",
+        ),
+        (
+            format!("host: evil.example:{p}\r\n{json_ct}{auth}"),
+            "POST",
+            "/v1/chat/completions",
+            403,
+            "permission_error",
+        ),
+        (
+            format!("{host}content-type: text/plain\r\n{auth}"),
+            "POST",
+            "/v1/chat/completions",
+            415,
+            "invalid_request_error",
+        ),
+        (format!("{host}{auth}"), "GET", "/v1/nothing", 404, "not_found_error"),
+        (
+            format!("{host}{auth}"),
+            "GET",
+            "/v1/chat/completions",
+            405,
+            "invalid_request_error",
+        ),
+    ];
+    for (headers, method, path, want, kind) in cases {
+        let (status, text) = raw(p, method, path, &headers, if method == "POST" { &body } else { "" });
+        assert_eq!(status, want, "{method} {path} with {headers:?}: {text}");
+        let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
+        assert_eq!(v["error"]["type"], kind, "{text}");
+        assert!(v["error"]["message"].as_str().is_some_and(|m| !m.is_empty()));
+    }
+    let (status, text) = raw(
+        p,
+        "POST",
+        "/v1/chat/completions",
+        &format!("{host}{json_ct}{auth}"),
+        &"x".repeat(5 * 1024 * 1024),
+    );
+    assert_eq!(status, 413, "{}", &text[..text.len().min(200)]);
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert!(v["error"]["message"].as_str().unwrap().contains("larger than"));
+    // With the token, a loopback Host and JSON, it answers.
+    let (status, _) = raw(
+        p,
+        "POST",
+        "/v1/chat/completions",
+        &format!("{host}{json_ct}{auth}"),
+        &body,
+    );
+    assert_eq!(status, 200);
+    let (status, text) = request(p, "GET", "/health", &Value::Null);
+    assert_eq!(status, 200);
+    assert_eq!(serde_json::from_str::<Value>(&text).unwrap()["status"], "ok");
 }

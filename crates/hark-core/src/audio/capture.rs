@@ -42,24 +42,52 @@ pub struct Capture {
     first_data: Arc<Mutex<Option<Instant>>>,
 }
 
+/// How long the device may take to open before the press fails.
+const OPEN_TIMEOUT: Duration = Duration::from_secs(10);
+
 impl Capture {
     /// Opens the input device (`None`: the default) and starts capturing.
     pub fn start(device: Option<&str>) -> Result<Self, AudioError> {
+        let wanted = device.map(str::to_string);
+        Self::start_with(move |failure| open(wanted.as_deref(), failure), OPEN_TIMEOUT)
+    }
+
+    /// Opens a source on the worker thread with `open` and starts capturing. If it does not
+    /// open within `timeout` the press fails, and the worker lets go of the device the moment
+    /// the late open returns: a timed-out open never keeps the microphone (issue 9).
+    fn start_with<S: 'static>(
+        open: impl FnOnce(Arc<Mutex<Option<AudioError>>>) -> Result<(S, CaptureInfo, rtrb::Consumer<f32>), AudioError>
+            + Send
+            + 'static,
+        timeout: Duration,
+    ) -> Result<Self, AudioError> {
         let stop = Arc::new(AtomicBool::new(false));
         let level = Arc::new(AtomicU32::new(0));
         let failure = Arc::new(Mutex::new(None));
         let first_data = Arc::new(Mutex::new(None));
         let (chunk_tx, chunks) = mpsc::unbounded_channel();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        let wanted = device.map(str::to_string);
         let (s, l, f, fd) = (stop.clone(), level.clone(), failure.clone(), first_data.clone());
         let worker = std::thread::Builder::new()
             .name("hark-capture".into())
-            .spawn(move || worker(wanted, s, l, f, fd, chunk_tx, ready_tx))
-            .map_err(|e| AudioError::Stream(format!("cannot start the capture thread: {e}")))?;
-        let info = ready_rx
-            .recv_timeout(Duration::from_secs(10))
-            .map_err(|_| AudioError::Stream("the input device did not open within 10 s".into()))??;
+            .spawn(move || {
+                let opened = open(f.clone());
+                worker(opened, s, l, f, fd, chunk_tx, ready_tx)
+            })
+            .map_err(|e| AudioError::input("default", format!("cannot start the capture thread: {e}")))?;
+        let info = match ready_rx.recv_timeout(timeout) {
+            Ok(r) => r?,
+            Err(_) => {
+                // The worker sees `stop` (and the closed channel) once the open returns.
+                stop.store(true, Ordering::SeqCst);
+                drop(ready_rx);
+                drop(worker);
+                return Err(AudioError::input(
+                    "default",
+                    format!("the input device did not open within {} s", timeout.as_secs()),
+                ));
+            }
+        };
         Ok(Self {
             info,
             stop,
@@ -117,8 +145,8 @@ impl Drop for Capture {
     }
 }
 
-fn worker(
-    wanted: Option<String>,
+fn worker<S>(
+    opened: Result<(S, CaptureInfo, rtrb::Consumer<f32>), AudioError>,
     stop: Arc<AtomicBool>,
     level: Arc<AtomicU32>,
     failure: Arc<Mutex<Option<AudioError>>>,
@@ -126,7 +154,6 @@ fn worker(
     chunk_tx: mpsc::UnboundedSender<Vec<f32>>,
     ready: std::sync::mpsc::Sender<Result<CaptureInfo, AudioError>>,
 ) {
-    let opened = open(wanted.as_deref(), failure.clone());
     let (stream, info, mut consumer) = match opened {
         Ok(x) => x,
         Err(e) => {
@@ -134,7 +161,11 @@ fn worker(
             return;
         }
     };
-    let _ = ready.send(Ok(info.clone()));
+    // Nobody waits any more (the open timed out): close the device at once.
+    if stop.load(Ordering::SeqCst) || ready.send(Ok(info.clone())).is_err() {
+        drop(stream);
+        return;
+    }
     let mut conv = match ToMono16k::new(info.sample_rate, info.channels) {
         Ok(c) => c,
         Err(e) => {
@@ -181,7 +212,7 @@ fn open(wanted: Option<&str>, failure: Arc<Mutex<Option<AudioError>>>) -> Result
         .description()
         .map(|d| d.name().to_string())
         .unwrap_or_else(|_| "input".into());
-    let supported = device.default_input_config().map_err(|e| cpal_error(&name, e))?;
+    let supported = device.default_input_config().map_err(|e| cpal_error(true, &name, e))?;
     let mut config = supported.config();
     config.buffer_size = buffer_size(supported.buffer_size(), config.sample_rate);
     let info = CaptureInfo {
@@ -195,7 +226,7 @@ fn open(wanted: Option<&str>, failure: Arc<Mutex<Option<AudioError>>>) -> Result
     let err_name = name.clone();
     let on_error = move |e: cpal::Error| {
         tracing::warn!("input stream error on {err_name}: {e}");
-        *failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(cpal_error(&err_name, e));
+        *failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(cpal_error(true, &err_name, e));
     };
     let stream = match supported.sample_format() {
         cpal::SampleFormat::F32 => build::<f32>(&device, config, producer, on_error),
@@ -205,8 +236,8 @@ fn open(wanted: Option<&str>, failure: Arc<Mutex<Option<AudioError>>>) -> Result
         cpal::SampleFormat::U8 => build::<u8>(&device, config, producer, on_error),
         other => return Err(AudioError::Format(format!("{name} delivers {other:?} samples"))),
     }
-    .map_err(|e| cpal_error(&name, e))?;
-    stream.play().map_err(|e| cpal_error(&name, e))?;
+    .map_err(|e| cpal_error(true, &name, e))?;
+    stream.play().map_err(|e| cpal_error(true, &name, e))?;
     Ok((stream, info, consumer))
 }
 
@@ -242,4 +273,93 @@ where
         on_error,
         None,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Drops are counted: the stand-in for a device that holds the microphone while open.
+    struct Held(Arc<AtomicBool>);
+    impl Drop for Held {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    fn info() -> CaptureInfo {
+        CaptureInfo {
+            device: "slow mic".into(),
+            sample_rate: 16_000,
+            channels: 1,
+            sample_format: "F32".into(),
+        }
+    }
+
+    /// Issue 9: a device that opens after the press gave up used to stay open on the
+    /// orphaned worker thread, holding the microphone for good.
+    #[test]
+    fn the_capture_thread_never_outlives_a_timed_out_open() {
+        let released = Arc::new(AtomicBool::new(false));
+        let r = released.clone();
+        let started = Instant::now();
+        let result = Capture::start_with(
+            move |_| {
+                std::thread::sleep(Duration::from_millis(300));
+                let (_p, c) = rtrb::RingBuffer::<f32>::new(16);
+                Ok((Held(r), info(), c))
+            },
+            Duration::from_millis(50),
+        );
+        assert!(
+            matches!(result, Err(AudioError::Input { .. })),
+            "the press fails at the timeout"
+        );
+        assert!(
+            started.elapsed() < Duration::from_millis(250),
+            "without waiting for the device"
+        );
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !released.load(Ordering::SeqCst) {
+            assert!(Instant::now() < deadline, "the late device was never let go");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    #[test]
+    fn a_device_lost_mid_capture_ends_the_stream_with_its_error() {
+        let lost = Arc::new(AtomicBool::new(false));
+        let l = lost.clone();
+        let mut cap = Capture::start_with(
+            move |failure| {
+                let (mut p, c) = rtrb::RingBuffer::<f32>::new(16_000);
+                for _ in 0..3200 {
+                    let _ = p.push(0.1);
+                }
+                // The device vanishes a little later, as cpal's error callback reports it.
+                std::thread::spawn(move || {
+                    std::thread::sleep(Duration::from_millis(100));
+                    *failure.lock().unwrap() = Some(AudioError::input("usb mic", "device disconnected"));
+                    drop(p);
+                });
+                Ok((Held(l), info(), c))
+            },
+            Duration::from_secs(5),
+        )
+        .unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let got: usize = rt.block_on(async {
+            let mut n = 0;
+            while let Some(c) = cap.next_chunk().await {
+                n += c.len();
+            }
+            n
+        });
+        assert!(got > 0, "the audio before the loss is kept");
+        assert!(lost.load(Ordering::SeqCst), "the worker let go of the device");
+        assert!(matches!(cap.stop(), Err(AudioError::Input { ref device, .. }) if device == "usb mic"));
+    }
 }

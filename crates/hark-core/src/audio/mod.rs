@@ -4,40 +4,88 @@
 //! - `resample`: downmix + resample to 16 kHz mono (rubato), RMS level.
 //! - `capture`: a worker thread owns the cpal input stream; the callback only copies samples
 //!   into a lock-free ring; the worker converts them off the callback.
+//! - `input`: [`input::AudioInput`], where utterances come from: the microphone, or a
+//!   scripted source for tests and benchmarks.
 //! - `playback`: a rodio player fed sentence by sentence, flushed instantly on barge-in,
 //!   counting the samples actually played so the "heard" text is known.
 //! - `wav`: reading and writing WAV files (`hark talk --wav`, `--out`).
 
 pub mod capture;
+pub mod input;
 pub mod playback;
 pub mod resample;
 pub mod wav;
 
 use cpal::traits::{DeviceTrait, HostTrait};
+
+use crate::error::ErrorKind;
 use serde::Serialize;
 
-/// Audio failures, each naming the device or format at fault.
+/// Audio failures, each naming the device or format at fault. The message is in words a
+/// user understands; what the audio library said is kept apart ([`AudioError::detail`]) for
+/// a "details" disclosure and the log.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum AudioError {
-    #[error("no microphone found: connect one or choose another input device")]
+    #[error("no microphone found")]
     NoInputDevice,
-    #[error("no speaker found: connect one or choose another output device")]
+    #[error("no speaker found")]
     NoOutputDevice,
-    #[error("the audio device {0:?} is not available (disconnected?)")]
-    DeviceNotAvailable(String),
-    #[error("the audio stream failed: {0}")]
-    Stream(String),
+    #[error("the microphone {device:?} cannot be used")]
+    Input { device: String, detail: String },
+    #[error("the speaker {device:?} cannot be used")]
+    Output { device: String, detail: String },
+    #[error("the speaker {device:?} stopped playing (nothing was played for {secs} s)")]
+    Stalled { device: String, secs: u64 },
     #[error("unsupported audio format: {0}")]
     Format(String),
     #[error("cannot read or write audio file {path}: {message}")]
     File { path: String, message: String },
 }
 
-pub(crate) fn cpal_error(device: &str, e: cpal::Error) -> AudioError {
-    match e.kind() {
-        cpal::ErrorKind::DeviceNotAvailable => AudioError::DeviceNotAvailable(device.to_string()),
-        _ => AudioError::Stream(format!("{device}: {e}")),
+impl AudioError {
+    /// Which part of the taxonomy this is (the microphone's failures never read as network
+    /// trouble).
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            AudioError::NoInputDevice | AudioError::Input { .. } => ErrorKind::Microphone,
+            AudioError::NoOutputDevice | AudioError::Output { .. } | AudioError::Stalled { .. } => ErrorKind::Speaker,
+            AudioError::Format(_) | AudioError::File { .. } => ErrorKind::Audio,
+        }
+    }
+
+    /// What the audio library said, when it said something.
+    pub fn detail(&self) -> Option<&str> {
+        match self {
+            AudioError::Input { detail, .. } | AudioError::Output { detail, .. } => Some(detail),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn input(device: &str, detail: impl std::fmt::Display) -> Self {
+        AudioError::Input {
+            device: device.to_string(),
+            detail: detail.to_string(),
+        }
+    }
+
+    pub(crate) fn output(device: &str, detail: impl std::fmt::Display) -> Self {
+        AudioError::Output {
+            device: device.to_string(),
+            detail: detail.to_string(),
+        }
+    }
+}
+
+pub(crate) fn cpal_error(input: bool, device: &str, e: cpal::Error) -> AudioError {
+    let detail = match e.kind() {
+        cpal::ErrorKind::DeviceNotAvailable => format!("not available (disconnected?): {e}"),
+        _ => e.to_string(),
+    };
+    if input {
+        AudioError::input(device, detail)
+    } else {
+        AudioError::output(device, detail)
     }
 }
 
@@ -65,7 +113,13 @@ pub fn list_devices(input: bool) -> Result<Vec<DeviceInfo>, AudioError> {
     } else {
         host.output_devices()
     };
-    let devices = devices.map_err(|e| AudioError::Stream(e.to_string()))?;
+    let devices = devices.map_err(|e| {
+        if input {
+            AudioError::input("default", e)
+        } else {
+            AudioError::output("default", e)
+        }
+    })?;
     Ok(devices
         .filter_map(|d| {
             let id = d.id().ok()?.to_string();
@@ -102,11 +156,18 @@ pub(crate) fn find_device(input: bool, wanted: Option<&str>) -> Result<cpal::Dev
     } else {
         host.output_devices()
     };
+    let unavailable = |detail: String| {
+        if input {
+            AudioError::input(wanted, detail)
+        } else {
+            AudioError::output(wanted, detail)
+        }
+    };
     devices
-        .map_err(|e| AudioError::Stream(e.to_string()))?
+        .map_err(|e| unavailable(e.to_string()))?
         .find(|d| {
             d.id().map(|i| i.to_string() == wanted).unwrap_or(false)
                 || d.description().map(|x| x.name() == wanted).unwrap_or(false)
         })
-        .ok_or_else(|| AudioError::DeviceNotAvailable(wanted.to_string()))
+        .ok_or_else(|| unavailable("no such device (disconnected?)".into()))
 }

@@ -76,6 +76,12 @@ impl Tracker {
         Some(seg)
     }
 
+    /// Counts `frames` more audio queued for sentence `i` (test outputs outside this module).
+    #[cfg(test)]
+    pub(crate) fn queue(&self, i: usize, frames: usize, rate: u32) {
+        self.add(i, frames, rate);
+    }
+
     fn end(&self, i: usize) {
         if let Some(seg) = self.segment(i) {
             seg.complete.store(true, Ordering::Relaxed);
@@ -188,6 +194,10 @@ pub trait AudioOut: Send + Sync {
     fn flush(&self) -> Heard;
     /// Whether everything queued has been played.
     fn is_idle(&self) -> bool;
+    /// The output's name, for messages.
+    fn name(&self) -> String {
+        "speaker".into()
+    }
 
     /// Starts a sentence; returns its index for `push` and `end_sentence`.
     fn begin_sentence(&self, text: &str) -> usize {
@@ -252,6 +262,8 @@ impl rodio::Source for Tracked {
 /// Plays through an output device with rodio.
 pub struct Speaker {
     player: rodio::Player,
+    /// The device's name, for messages.
+    name: String,
     tracker: Arc<Tracker>,
     /// Keeps the device stream's thread alive; dropping it closes the device.
     _keepalive: std::sync::mpsc::Sender<()>,
@@ -278,26 +290,21 @@ impl Speaker {
                     // reply sample waits at most that long for the next callback. Devices that
                     // refuse it get their default.
                     let builder = |d: cpal::Device| {
-                        rodio::DeviceSinkBuilder::from_device(d).map_err(|e| AudioError::Stream(e.to_string()))
+                        rodio::DeviceSinkBuilder::from_device(d).map_err(|e| AudioError::output(&name, e))
                     };
                     let mut sink = builder(dev.clone())
                         .and_then(|b| {
                             b.with_buffer_size(cpal::BufferSize::Fixed(512))
                                 .open_stream()
-                                .map_err(|e| AudioError::Stream(e.to_string()))
+                                .map_err(|e| AudioError::output(&name, e))
                         })
-                        .or_else(|_| {
-                            builder(dev)?
-                                .open_stream()
-                                .map_err(|e| AudioError::Stream(e.to_string()))
-                        })
-                        .map_err(|e| AudioError::DeviceNotAvailable(format!("{name} ({e})")))?;
+                        .or_else(|_| builder(dev)?.open_stream().map_err(|e| AudioError::output(&name, e)))?;
                     sink.log_on_drop(false);
-                    Ok::<_, AudioError>(sink)
+                    Ok::<_, AudioError>((sink, name))
                 })();
                 match opened {
-                    Ok(sink) => {
-                        let _ = mixer_tx.send(Ok(sink.mixer().clone()));
+                    Ok((sink, name)) => {
+                        let _ = mixer_tx.send(Ok((sink.mixer().clone(), name)));
                         let _ = keep_rx.recv(); // returns when the Speaker is dropped
                         drop(sink);
                     }
@@ -306,13 +313,17 @@ impl Speaker {
                     }
                 }
             })
-            .map_err(|e| AudioError::Stream(format!("cannot start the playback thread: {e}")))?;
-        let mixer = mixer_rx
-            .recv_timeout(Duration::from_secs(10))
-            .map_err(|_| AudioError::Stream("the output device did not open within 10 s".into()))??;
+            .map_err(|e| AudioError::output("default", format!("cannot start the playback thread: {e}")))?;
+        let (mixer, name) = mixer_rx.recv_timeout(Duration::from_secs(10)).map_err(|_| {
+            AudioError::output(
+                device.unwrap_or("default"),
+                "the output device did not open within 10 s",
+            )
+        })??;
         let player = rodio::Player::connect_new(&mixer);
         Ok(Self {
             player,
+            name,
             tracker: Arc::new(Tracker::default()),
             _keepalive: keep_tx,
         })
@@ -358,6 +369,10 @@ impl AudioOut for Speaker {
 
     fn is_idle(&self) -> bool {
         self.player.empty()
+    }
+
+    fn name(&self) -> String {
+        self.name.clone()
     }
 }
 

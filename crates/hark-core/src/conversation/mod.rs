@@ -257,6 +257,11 @@ impl Conversation {
         self.model_window
     }
 
+    /// Tokens reserved for the reply.
+    pub fn reply_budget(&self) -> u32 {
+        self.reply_budget
+    }
+
     /// The context window as it stands now (for the history panel and for requests).
     pub fn window(&self) -> Window {
         let end = self.record.len();
@@ -304,6 +309,18 @@ impl Conversation {
                 // Rule 5: the current turn is never dropped; it alone is too big.
                 k = last - 1;
                 over_budget = true;
+            }
+        }
+        // What came before the first user message (an imported greeting, replies after a
+        // reset) is no turn of the user's: a request never starts with it, since the APIs
+        // refuse a conversation that opens with the assistant.
+        if !self.record[self.turn_starts[k]].is_user() {
+            k += 1;
+            if k == last {
+                return Window {
+                    dropped_turns: k - first,
+                    ..empty
+                };
             }
         }
         Window {

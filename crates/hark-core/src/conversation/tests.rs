@@ -514,3 +514,103 @@ fn rule11_turns_leaving_the_context_are_due_for_the_summary_and_a_stale_fold_is_
     assert_eq!(c.summary(), None);
     assert!(c.summary_due().is_none());
 }
+
+/// One step of a random conversation for the property test.
+#[derive(Debug, Clone)]
+enum Step {
+    User(u8),
+    Reply(u8),
+    /// A reply that calls `n` tools, each answered later (or never).
+    Tools(u8),
+    Resolve,
+    Interrupt,
+    Reset,
+    MaxTurns(u8),
+    Budget(u16),
+}
+
+fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+    use proptest::prelude::*;
+    prop_oneof![
+        4 => (1u8..60).prop_map(Step::User),
+        3 => (0u8..80).prop_map(Step::Reply),
+        1 => (1u8..3).prop_map(Step::Tools),
+        2 => Just(Step::Resolve),
+        1 => Just(Step::Interrupt),
+        1 => Just(Step::Reset),
+        1 => (0u8..6).prop_map(Step::MaxTurns),
+        1 => (0u16..400).prop_map(Step::Budget),
+    ]
+}
+
+proptest::proptest! {
+    /// Whatever happened, the context window never starts with an assistant message or an
+    /// orphan tool result, never splits a tool call from its result, and keeps within
+    /// `max_turns` and the budget (but for the current turn alone, which fails loudly).
+    #[test]
+    fn the_context_window_keeps_its_invariants(steps in proptest::collection::vec(step(), 1..60)) {
+        let mut c = conv(0);
+        let mut call = 0u32;
+        for s in steps {
+            match s {
+                Step::User(n) => { let _ = c.push_user(&"word ".repeat(n as usize)); }
+                Step::Reply(n) => { c.push_reply(reply(&"answer ".repeat(n as usize))); }
+                Step::Tools(n) => {
+                    let calls = (0..n).map(|_| { call += 1; ToolCall { id: format!("c{call}"), name: "t".into(), arguments: "{}".into(), client_side: true } }).collect();
+                    c.push_tool_calls("checking", calls);
+                }
+                Step::Resolve => {
+                    let pending = c.record().iter().find_map(|m| match &m.kind {
+                        MessageKind::ToolResult(r) if r.state == ToolState::InProgress => Some(r.call_id.clone()),
+                        _ => None,
+                    });
+                    if let Some(id) = pending { c.resolve_tool_call(&id, ToolState::Done, "result").unwrap(); }
+                }
+                Step::Interrupt => {
+                    c.cancel_pending_tool_calls();
+                    if let Some(id) = c.last_reply_id().map(str::to_string) {
+                        c.mark_interrupted(&id, "ans", Some(10)).unwrap();
+                    }
+                }
+                Step::Reset => { c.clear(); }
+                Step::MaxTurns(n) => c.set_settings(HistorySettings { max_turns: n as u32, ..c.settings() }),
+                Step::Budget(b) => c.set_settings(HistorySettings { max_context_tokens: Some(b as u32), ..c.settings() }),
+            }
+            let w = c.window();
+            let inside: Vec<&Message> = c.record()[w.start..w.end].iter().filter(|m| m.in_context()).collect();
+            if let Some(first) = inside.first() {
+                proptest::prop_assert!(first.is_user(), "the context starts with {:?}", first.kind_name());
+            }
+            // Calls and results come and go together.
+            let calls: Vec<&str> = inside.iter().flat_map(|m| match &m.kind {
+                MessageKind::Assistant(a) => a.tool_calls.iter().map(|t| t.id.as_str()).collect(),
+                _ => Vec::new(),
+            }).collect();
+            let results: Vec<&str> = inside.iter().filter_map(|m| match &m.kind {
+                MessageKind::ToolResult(r) => Some(r.call_id.as_str()),
+                _ => None,
+            }).collect();
+            for r in &results {
+                proptest::prop_assert!(calls.contains(r), "result {r} without its call");
+            }
+            for k in &calls {
+                proptest::prop_assert!(results.contains(k), "call {k} without its result");
+            }
+            let settings = c.settings();
+            if settings.max_turns > 0 && settings.enabled {
+                proptest::prop_assert!(w.turns <= settings.max_turns as usize, "{} turns > max {}", w.turns, settings.max_turns);
+            }
+            if let Some(budget) = c.budget() {
+                proptest::prop_assert!(w.turns == 0 || w.tokens <= budget || (w.over_budget && w.turns == 1),
+                    "{} tokens over a budget of {budget} with {} turns", w.tokens, w.turns);
+            }
+            if !w.over_budget && w.turns > 0 {
+                let p = c.prompt().unwrap();
+                let starts_with_user = matches!(p.messages.first(), Some(PromptMessage::User { .. }));
+                proptest::prop_assert!(starts_with_user, "the prompt starts with a user message");
+                let adjacent_users = p.messages.windows(2).any(|m| matches!((&m[0], &m[1]), (PromptMessage::User { .. }, PromptMessage::User { .. })));
+                proptest::prop_assert!(!adjacent_users, "two user messages in a row");
+            }
+        }
+    }
+}

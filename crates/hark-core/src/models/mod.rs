@@ -22,6 +22,7 @@ use std::time::UNIX_EPOCH;
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use tokio::io::AsyncWriteExt;
 
 /// The manifest Hark ships.
 pub const MANIFEST_JSON: &str = include_str!("../../models.json");
@@ -218,6 +219,41 @@ fn hash_file(path: &Path, progress: &mut dyn FnMut(u64)) -> Result<String, Model
     Ok(hex(&h.finalize()))
 }
 
+/// Hashes a file on a blocking thread (a gigabyte of reading is no work for the async
+/// runtime), reporting the bytes hashed so far through `report` on this task.
+async fn hash_off_runtime(path: PathBuf, report: impl Fn(u64)) -> Result<String, ModelError> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let p = path.clone();
+    let task = tokio::task::spawn_blocking(move || {
+        hash_file(&p, &mut |done| {
+            let _ = tx.send(done);
+        })
+    });
+    while let Some(done) = rx.recv().await {
+        report(done);
+    }
+    task.await.map_err(|e| ModelError::Io {
+        path,
+        message: e.to_string(),
+    })?
+}
+
+/// The sha256 state after the first `len` bytes of a file (a part to resume), computed on
+/// a blocking thread.
+async fn hash_prefix(path: PathBuf, len: u64) -> Result<Sha256, ModelError> {
+    tokio::task::spawn_blocking(move || {
+        let f = std::fs::File::open(&path).map_err(io_err(&path))?;
+        let mut h = Sha256::new();
+        std::io::copy(&mut f.take(len), &mut h).map_err(io_err(&path))?;
+        Ok(h)
+    })
+    .await
+    .map_err(|e| ModelError::Io {
+        path: PathBuf::new(),
+        message: e.to_string(),
+    })?
+}
+
 /// A writer that hashes what passes through.
 struct HashingWriter<W: Write> {
     inner: W,
@@ -300,14 +336,15 @@ impl ModelStore {
         }
         if path.exists() {
             let total = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-            let found = hash_file(&path, &mut |done| {
+            let found = hash_off_runtime(path.clone(), |done| {
                 progress(Progress {
                     model: spec.id.clone(),
                     phase: Phase::Verifying,
                     done,
                     total,
                 })
-            })?;
+            })
+            .await?;
             if found == spec.sha256 {
                 self.write_stamp(spec)?;
                 return Ok(path);
@@ -408,7 +445,7 @@ impl ModelStore {
             })
         };
         if done.exists() {
-            if hash_file(done, &mut |_| {})? == part.sha256 {
+            if hash_off_runtime(done.to_path_buf(), |_| {}).await? == part.sha256 {
                 report(part.size);
                 return Ok(());
             }
@@ -420,6 +457,13 @@ impl ModelStore {
             let _ = std::fs::remove_file(&partial);
             have = 0;
         }
+        // The part is hashed as it streams in (after the bytes already there, when resuming),
+        // so a finished part is not read back from disk to check its pin.
+        let mut hash = if have > 0 && have <= part.size {
+            hash_prefix(partial.clone(), have).await?
+        } else {
+            Sha256::new()
+        };
         if have < part.size {
             let net = |message: String| ModelError::Network {
                 url: part.url.clone(),
@@ -436,28 +480,31 @@ impl ModelStore {
                 // The server ignored the range: start over.
                 200 => {
                     have = 0;
+                    hash = Sha256::new();
                     false
                 }
                 s => return Err(net(format!("HTTP {s}"))),
             };
-            let mut file = std::fs::OpenOptions::new()
+            let mut file = tokio::fs::OpenOptions::new()
                 .create(true)
                 .write(true)
                 .append(append)
                 .truncate(!append)
                 .open(&partial)
+                .await
                 .map_err(io_err(&partial))?;
             let mut body = resp.bytes_stream();
             report(have);
             while let Some(chunk) = body.next().await {
                 let chunk = chunk.map_err(|e| net(e.to_string()))?;
-                file.write_all(&chunk).map_err(io_err(&partial))?;
+                file.write_all(&chunk).await.map_err(io_err(&partial))?;
+                hash.update(&chunk);
                 have += chunk.len() as u64;
                 report(have);
             }
-            file.sync_all().map_err(io_err(&partial))?;
+            file.sync_all().await.map_err(io_err(&partial))?;
         }
-        let found = hash_file(&partial, &mut |_| {})?;
+        let found = hex(&hash.finalize());
         if found != part.sha256 {
             let _ = std::fs::remove_file(&partial);
             return Err(ModelError::Checksum {

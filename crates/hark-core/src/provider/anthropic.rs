@@ -23,7 +23,7 @@ pub struct Anthropic {
 
 impl Anthropic {
     pub fn new(config: ProviderConfig) -> Result<Self, ProviderError> {
-        let client = http::client(PROVIDER, config.connect_timeout)?;
+        let client = http::client(PROVIDER, config.connect_timeout, &config.base_url)?;
         Ok(Self { config, client })
     }
 }

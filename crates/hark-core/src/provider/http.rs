@@ -45,15 +45,46 @@ pub(crate) fn error_fields(body: &Value) -> (Option<String>, Option<String>, Opt
     }
 }
 
-/// The HTTP client for a provider, with its connect timeout.
+/// The HTTP client for a provider's endpoint, with its connect timeout. The endpoint is
+/// checked first ([`check_endpoint`]), and the client follows no redirects: a redirect would
+/// carry the key's header to another host (issue 9). A 3xx answer becomes an error that
+/// names where it pointed.
 pub(crate) fn client(
     provider: &'static str,
     connect_timeout: std::time::Duration,
+    base_url: &str,
 ) -> Result<reqwest::Client, ProviderError> {
+    check_endpoint(provider, base_url)?;
     reqwest::Client::builder()
         .connect_timeout(connect_timeout)
+        .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|e| ProviderError::new(provider, ErrorKind::Connectivity, format!("cannot set up HTTP: {e}")))
+}
+
+/// Whether a host name or address is this computer (loopback).
+pub fn is_loopback_host(host: &str) -> bool {
+    let h = host.trim_start_matches('[').trim_end_matches(']');
+    h.eq_ignore_ascii_case("localhost") || h.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// An endpoint Hark may send requests (and keys) to: `https://` anywhere, plain `http://`
+/// only to this computer (a local model server), where nothing crosses a network.
+pub fn check_endpoint(provider: &'static str, base_url: &str) -> Result<(), ProviderError> {
+    let bad = |why: String| ProviderError::new(provider, ErrorKind::Settings, why);
+    let url = reqwest::Url::parse(base_url.trim())
+        .map_err(|e| bad(format!("the base URL {base_url:?} is not a URL ({e})")))?;
+    let host = url.host_str().unwrap_or_default();
+    match url.scheme() {
+        "https" | "wss" => Ok(()),
+        "http" | "ws" if is_loopback_host(host) => Ok(()),
+        "http" | "ws" => Err(bad(format!(
+            "the base URL {base_url} uses plain http:// to {host}: keys and conversations would cross the network unencrypted; use https:// (plain http is only for servers on this computer)"
+        ))),
+        other => Err(bad(format!(
+            "the base URL {base_url} has scheme {other}: use https://"
+        ))),
+    }
 }
 
 /// The error for a request that needs a key and has none, saying where keys come from.
@@ -78,6 +109,7 @@ impl Sender {
         loop {
             let err = match build().send().await {
                 Ok(resp) if resp.status().is_success() => return Ok(resp),
+                Ok(resp) if resp.status().is_redirection() => return Err(self.redirect_error(&resp)),
                 Ok(resp) => self.http_error(resp).await,
                 Err(e) => self.transport_error(&e),
             };
@@ -93,6 +125,26 @@ impl Sender {
             tracing::warn!(provider = self.provider, kind = %err.kind, attempt, ?wait, "retrying: {}", err.message);
             tokio::time::sleep(wait).await;
             attempt += 1;
+        }
+    }
+
+    fn redirect_error(&self, resp: &Response) -> ProviderError {
+        let to = resp
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("an address it did not give");
+        ProviderError {
+            status: Some(resp.status().as_u16()),
+            ..ProviderError::new(
+                self.provider,
+                ErrorKind::InvalidResponse,
+                format!(
+                    "{} answered with a redirect (HTTP {}) to {to}; Hark follows no redirects, so a key never goes to another host: if you trust that address, set it as the base URL",
+                    resp.url(),
+                    resp.status().as_u16()
+                ),
+            )
         }
     }
 
@@ -137,11 +189,9 @@ impl Sender {
             }
         });
         ProviderError {
-            kind,
-            provider: self.provider,
-            message,
             status: Some(status),
             retry_after,
+            ..ProviderError::new(self.provider, kind, message)
         }
     }
 }
@@ -230,6 +280,33 @@ pub(crate) fn parse_data(provider: &'static str, ev: &SseEvent) -> Result<Value,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 9: plain http carried keys over the network to any host.
+    #[test]
+    fn plain_http_is_only_for_loopback_endpoints() {
+        for ok in [
+            "https://api.openai.com/v1",
+            "http://127.0.0.1:11434/v1",
+            "http://localhost:1234/v1",
+            "http://[::1]:8080",
+            "http://127.3.4.5/v1",
+        ] {
+            assert!(check_endpoint("openai", ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "http://192.168.1.20:11434/v1",
+            "http://api.openai.com/v1",
+            "ftp://x",
+            "not a url",
+        ] {
+            let e = check_endpoint("openai", bad).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::Settings, "{bad}: {e}");
+        }
+        assert!(check_endpoint("openai", "http://example.com/v1")
+            .unwrap_err()
+            .message
+            .contains("use https://"));
+    }
 
     #[test]
     fn statuses_and_provider_types_map_to_kinds() {

@@ -9,6 +9,7 @@
 
 pub mod anthropic;
 pub(crate) mod http;
+pub use http::{check_endpoint, is_loopback_host};
 pub mod openai;
 pub mod sse;
 
@@ -18,6 +19,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::conversation::{Prompt, ToolCall};
+pub use crate::error::ErrorKind;
 
 /// Which wire format a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -161,72 +163,6 @@ impl ProviderConfig {
     }
 }
 
-/// What went wrong, independent of the provider; the UI and retries branch on this, never
-/// on message text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum ErrorKind {
-    /// Missing, wrong or revoked key (401/403).
-    Auth,
-    /// Too many requests for now (429); retried with backoff.
-    RateLimit,
-    /// Out of credit or over the plan's quota; retrying will not help.
-    Quota,
-    /// The server could not be reached, timed out, or the connection dropped mid-reply.
-    Connectivity,
-    /// The provider failed (5xx, overloaded); retried with backoff.
-    Server,
-    /// The provider answered something that is not its documented format.
-    InvalidResponse,
-    /// The provider rejected the request (unknown model, bad parameter, too long).
-    InvalidRequest,
-    /// The turn was cancelled (barge-in or the user stopped it).
-    Cancelled,
-}
-
-impl ErrorKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorKind::Auth => "auth",
-            ErrorKind::RateLimit => "rate_limit",
-            ErrorKind::Quota => "quota",
-            ErrorKind::Connectivity => "connectivity",
-            ErrorKind::Server => "server",
-            ErrorKind::InvalidResponse => "invalid_response",
-            ErrorKind::InvalidRequest => "invalid_request",
-            ErrorKind::Cancelled => "cancelled",
-        }
-    }
-
-    /// What the user can do about it.
-    pub fn next_step(self) -> &'static str {
-        match self {
-            ErrorKind::Auth => "check the API key (hark keys set <provider>) or the environment variable",
-            ErrorKind::RateLimit => "wait a moment and try again",
-            ErrorKind::Quota => "add credit or raise the plan's limit with the provider",
-            ErrorKind::Connectivity => "check the network connection and the provider's base URL",
-            ErrorKind::Server => "the provider is having trouble; try again shortly",
-            ErrorKind::InvalidResponse => {
-                "the endpoint may not be the provider it is configured as; check the base URL"
-            }
-            ErrorKind::InvalidRequest => "check the model name and settings",
-            ErrorKind::Cancelled => "nothing to do",
-        }
-    }
-
-    /// Whether a retry may succeed (HTTP 429 and 5xx only).
-    pub fn is_retryable(self) -> bool {
-        matches!(self, ErrorKind::RateLimit | ErrorKind::Server)
-    }
-}
-
-impl std::fmt::Display for ErrorKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// A classified provider failure.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{provider}: {kind}: {message}")]
@@ -234,7 +170,7 @@ pub struct ProviderError {
     pub kind: ErrorKind,
     /// Which provider failed ("anthropic", "openai").
     pub provider: &'static str,
-    /// The provider's own message, or ours; never contains a key.
+    /// The provider's own message, or ours; key-shaped text redacted (see [`Self::new`]).
     pub message: String,
     /// The HTTP status, when there was one.
     pub status: Option<u16>,
@@ -243,11 +179,14 @@ pub struct ProviderError {
 }
 
 impl ProviderError {
+    /// A failure of `provider`. The message is redacted here, once for every path: a
+    /// provider's error body or a transport error can echo a key or URL credentials, and
+    /// the message is stored with the reply, shown and logged.
     pub fn new(provider: &'static str, kind: ErrorKind, message: impl Into<String>) -> Self {
         Self {
             kind,
             provider,
-            message: message.into(),
+            message: crate::error::redact(&message.into()),
             status: None,
             retry_after: None,
         }

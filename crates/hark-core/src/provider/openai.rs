@@ -21,7 +21,7 @@ pub struct OpenAi {
 
 impl OpenAi {
     pub fn new(config: ProviderConfig) -> Result<Self, ProviderError> {
-        let client = http::client(PROVIDER, config.connect_timeout)?;
+        let client = http::client(PROVIDER, config.connect_timeout, &config.base_url)?;
         Ok(Self { config, client })
     }
 }

@@ -30,14 +30,16 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Notify};
 use tokio_util::sync::CancellationToken;
 
+use crate::audio::AudioError;
 use crate::conversation::{
     AssistantMessage, Conversation, HistoryError, HistorySettings, Latency, Message, Prompt, ReplyOutcome, SummaryJob,
     ToolCall, ToolResolution, ToolState, Usage,
 };
-use crate::provider::{ChatModel, Completion, ErrorKind, ProviderError};
+use crate::error::ErrorKind;
+use crate::provider::{ChatModel, Completion, ProviderError};
 use crate::store::{SessionMeta, Store, StoreError, StoredSession, Summary};
 use crate::tools::{ToolContext, Toolbox};
 
@@ -76,27 +78,40 @@ pub enum TurnError {
     Provider(#[from] ProviderError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    Audio(#[from] AudioError),
+    /// A bug: a panic inside the turn. The turn failed; the conversation is kept.
+    #[error("an internal error stopped this turn ({0}); the conversation is kept")]
+    Internal(String),
 }
 
 impl TurnError {
-    /// The error kind name for UIs and `--json` ("auth", "rate_limit", "history", ...).
-    pub fn kind(&self) -> &'static str {
+    /// Where the error sits in the taxonomy, for UIs and `--json`.
+    pub fn kind(&self) -> ErrorKind {
         match self {
-            TurnError::History(_) => "history",
-            TurnError::Provider(e) => e.kind.as_str(),
-            TurnError::Store(_) => "storage",
+            TurnError::History(_) => ErrorKind::History,
+            TurnError::Provider(e) => e.kind,
+            TurnError::Store(_) => ErrorKind::Storage,
+            TurnError::Audio(e) => e.kind(),
+            TurnError::Internal(_) => ErrorKind::Internal,
         }
     }
 
     /// What the user can do about it.
     pub fn next_step(&self) -> &'static str {
         match self {
-            TurnError::History(HistoryError::ContextTooSmall { .. }) => {
-                "shorten the message or raise max_context_tokens"
-            }
-            TurnError::History(_) => "say something and try again",
-            TurnError::Provider(e) => e.kind.next_step(),
-            TurnError::Store(_) => "check that the database file is writable and the disk is not full",
+            TurnError::History(HistoryError::EmptyUtterance) => "say something and try again",
+            _ => self.kind().next_step(),
+        }
+    }
+
+    /// Technical detail for a "details" disclosure and the log, when there is some beyond
+    /// the message.
+    pub fn detail(&self) -> Option<String> {
+        match self {
+            TurnError::Audio(e) => e.detail().map(str::to_string),
+            TurnError::Provider(e) => e.status.map(|s| format!("{} answered HTTP {s}", e.provider)),
+            _ => None,
         }
     }
 }
@@ -118,6 +133,11 @@ pub struct ChatSession {
     late_tx: mpsc::UnboundedSender<ToolOutcome>,
     late_rx: mpsc::UnboundedReceiver<ToolOutcome>,
     late_pending: usize,
+    /// A commit landed at another position than ours: someone else wrote to the session.
+    stale: bool,
+    /// Woken when background work (a summary fold, a late tool result) has a result, so a
+    /// waiting actor applies it without polling.
+    background: Arc<Notify>,
 }
 
 /// The background summary fold: at most one at a time; its result comes back on `done`.
@@ -156,6 +176,8 @@ impl ChatSession {
             late_tx,
             late_rx,
             late_pending: 0,
+            background: Arc::new(Notify::new()),
+            stale: false,
         }
     }
 
@@ -228,6 +250,11 @@ impl ChatSession {
         Ok(self.poll_summary()? || changed)
     }
 
+    /// Notified each time background work has a result for [`Self::poll_background`].
+    pub fn background_signal(&self) -> Arc<Notify> {
+        self.background.clone()
+    }
+
     /// Whether background work (a summary fold, a cancelled tool) is still to come back.
     pub fn background_running(&self) -> bool {
         self.summary_running() || self.late_pending > 0
@@ -281,10 +308,11 @@ impl ChatSession {
         }
         let Some(job) = self.conv.summary_due() else { return };
         s.running = true;
-        let (model, tx) = (self.model.clone(), s.tx.clone());
+        let (model, tx, wake) = (self.model.clone(), s.tx.clone(), self.background.clone());
         tokio::spawn(async move {
             let result = summary::fold(model.as_ref(), &job).await;
             let _ = tx.send((job, result));
+            wake.notify_one();
         });
     }
 
@@ -375,13 +403,49 @@ impl ChatSession {
         self.save_last()
     }
 
-    fn save_last(&self) -> Result<(), StoreError> {
+    fn save_last(&mut self) -> Result<(), StoreError> {
         let i = self.conv.record().len() - 1;
         self.save_at(i)
     }
 
-    fn save_at(&self, i: usize) -> Result<(), StoreError> {
-        self.store.save_message(&self.meta.id, i, &self.conv.record()[i])
+    /// Commits record entry `i`. Another process writing to the same session may have
+    /// appended meanwhile; then the stored position differs from ours and the record is
+    /// reloaded before the next turn (see [`Self::sync`]).
+    fn save_at(&mut self, i: usize) -> Result<(), StoreError> {
+        let seq = self.store.save_message(&self.meta.id, &self.conv.record()[i])?;
+        if seq != i as i64 {
+            self.stale = true;
+        }
+        Ok(())
+    }
+
+    /// Brings the conversation up to date with the store when another writer (a second
+    /// `hark chat --session`, the app and the CLI) has added to this session: its messages
+    /// join the record in the order they were committed, and positions agree again.
+    pub fn sync(&mut self) -> Result<(), StoreError> {
+        if self.stale || self.store.message_count(&self.meta.id)? != self.conv.record().len() {
+            self.reload()?;
+        }
+        Ok(())
+    }
+
+    /// Rebuilds the conversation from the store, which holds everything committed, keeping
+    /// the model, reply budget, window and tools. Used after another writer added to the
+    /// session, and after a panic left the in-memory copy half-updated.
+    pub fn reload(&mut self) -> Result<(), StoreError> {
+        let stored = self.store.load_session(&self.meta.id)?;
+        let mut conv = stored.conversation(self.conv.model());
+        conv.set_model(self.conv.model(), self.conv.reply_budget());
+        conv.set_model_window(self.conv.model_window());
+        conv.set_tools(self.conv.tools().to_vec());
+        conv.set_recall(self.conv.recall().map(str::to_string));
+        self.conv = conv;
+        self.stale = false;
+        // A fold in flight was computed over the old record's positions: let it go.
+        if self.summaries.is_some() {
+            self.set_summarization(true);
+        }
+        Ok(())
     }
 
     /// Runs one text turn. Returns the recorded reply (the last model response of the
@@ -394,6 +458,7 @@ impl ChatSession {
         mut on_event: impl FnMut(TurnEvent),
     ) -> Result<Message, TurnError> {
         self.poll_background()?;
+        self.sync()?;
         let user = self.conv.push_user(text)?.clone();
         self.save_last()?;
         on_event(TurnEvent::UserRecorded(Box::new(user)));
@@ -561,10 +626,11 @@ impl ChatSession {
                         }
                     }
                     self.late_pending += running.len();
-                    let late = self.late_tx.clone();
+                    let (late, wake) = (self.late_tx.clone(), self.background.clone());
                     tokio::spawn(async move {
                         while let Some(outcome) = running.next().await {
                             let _ = late.send(outcome);
+                            wake.notify_one();
                         }
                     });
                     return Err(ProviderError::new(self.model.provider(), ErrorKind::Cancelled, "the turn was cancelled").into());

@@ -6,9 +6,21 @@ const ABBREVIATIONS: &[&str] = &[
     "co", "mt", "ave",
 ];
 
-/// A sentence longer than this is cut at its last comma or semicolon, to keep the first
-/// audio early when the model writes long sentences.
+/// A sentence longer than this (in bytes) is cut at its last comma or semicolon, to keep the
+/// first audio early when the model writes long sentences; one of twice this length with no
+/// comma is cut at its last space (or anywhere, in scripts without spaces).
 const LONG: usize = 220;
+
+/// Characters that end a clause: where a long sentence may be cut.
+const CLAUSE_ENDS: &[char] = &[',', ';', '，', '；', '、', '،'];
+
+/// The largest character boundary of `s` at or below `i`.
+fn floor_char_boundary(s: &str, i: usize) -> usize {
+    if i >= s.len() {
+        return s.len();
+    }
+    (0..=i).rev().find(|&k| s.is_char_boundary(k)).unwrap_or(0)
+}
 
 /// Incremental sentence splitter over a token stream.
 #[derive(Debug, Default)]
@@ -70,8 +82,22 @@ impl SentenceSplitter {
             }
         }
         if b.len() > LONG {
-            if let Some(p) = b[..LONG].rfind([',', ';']) {
-                return Some(p + 1);
+            // Byte offsets only at character boundaries: a reply in Chinese, Japanese or
+            // Russian has multi-byte characters everywhere (see issue 9).
+            let head = &b[..floor_char_boundary(b, LONG)];
+            if let Some((p, c)) = head.char_indices().rev().find(|&(_, c)| CLAUSE_ENDS.contains(&c)) {
+                return Some(p + c.len_utf8());
+            }
+            if b.len() > 2 * LONG {
+                // No clause end at all: cut at the last space, or, in scripts written without
+                // spaces, at a character boundary, so speech never waits for the whole reply.
+                let cut = floor_char_boundary(b, 2 * LONG);
+                let at = b[..cut]
+                    .char_indices()
+                    .rev()
+                    .find(|&(_, c)| c.is_whitespace())
+                    .map_or(cut, |(p, c)| p + c.len_utf8());
+                return Some(at);
             }
         }
         None
@@ -130,6 +156,51 @@ mod tests {
         let pieces: Vec<&str> = chars.iter().map(String::as_str).collect();
         assert_eq!(split_stream(&pieces), expected);
         assert_eq!(split_stream(&[text]), expected);
+    }
+
+    /// Issue 9: a long reply in a script of multi-byte characters with no sentence end
+    /// sliced the buffer at byte 220, inside a character, and panicked `hark talk`.
+    #[test]
+    fn a_long_multibyte_reply_with_no_sentence_end_does_not_panic() {
+        for text in [
+            "这是一个很长的句子没有任何标点符号".repeat(40),
+            "これは句読点のない長い文です".repeat(40),
+            "это очень длинное предложение без точки ".repeat(20),
+            "这是一个很长的句子，有逗号但是没有句号".repeat(30),
+        ] {
+            let pieces: Vec<String> = text.chars().map(String::from).collect();
+            let refs: Vec<&str> = pieces.iter().map(String::as_str).collect();
+            let out = split_stream(&refs);
+            assert!(out.len() > 1, "a long reply is cut so speech can start: {out:?}");
+            assert_eq!(squash(&out.concat()), squash(&text));
+        }
+    }
+
+    fn squash(s: &str) -> String {
+        s.chars().filter(|c| !c.is_whitespace()).collect()
+    }
+
+    proptest::proptest! {
+        /// Any UTF-8, streamed in any pieces: no panic, no empty sentence, and the sentences
+        /// join back to the input (up to the whitespace between them).
+        #[test]
+        fn any_text_in_any_pieces_splits_without_loss(
+            text in "(?s:.){0,600}",
+            cuts in proptest::collection::vec(0usize..600, 0..12),
+        ) {
+            let mut bounds: Vec<usize> = cuts.into_iter().map(|c| floor_char_boundary(&text, c)).collect();
+            bounds.push(text.len());
+            bounds.sort_unstable();
+            let mut pieces = Vec::new();
+            let mut from = 0;
+            for b in bounds {
+                pieces.push(&text[from..b]);
+                from = b;
+            }
+            let out = split_stream(&pieces);
+            proptest::prop_assert!(out.iter().all(|s| !s.trim().is_empty()));
+            proptest::prop_assert_eq!(squash(&out.concat()), squash(&text));
+        }
     }
 
     #[test]

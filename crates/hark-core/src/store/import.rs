@@ -44,6 +44,39 @@ pub enum ImportError {
     Invalid { path: String, problem: String },
     #[error("the file holds no messages")]
     Empty,
+    #[error("the file is {size} bytes; Hark imports conversations of up to {limit} bytes")]
+    TooLarge { size: u64, limit: u64 },
+}
+
+/// The largest file Hark imports: a conversation of 10,000 turns exports to about 9 MB, so
+/// this leaves room for seven times that while a stray video or disk image is refused
+/// before it is read into memory.
+pub const MAX_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Reads an import file, refusing one over [`MAX_BYTES`] before reading it.
+pub fn read_file(path: &std::path::Path) -> Result<String, std::io::Error> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)?;
+    let size = file.metadata()?.len();
+    if size > MAX_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            ImportError::TooLarge { size, limit: MAX_BYTES },
+        ));
+    }
+    let mut text = String::new();
+    // `take`: a file that grows while it is read still stops at the limit (+1 to notice).
+    file.take(MAX_BYTES + 1).read_to_string(&mut text)?;
+    if text.len() as u64 > MAX_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            ImportError::TooLarge {
+                size: text.len() as u64,
+                limit: MAX_BYTES,
+            },
+        ));
+    }
+    Ok(text)
 }
 
 fn invalid(path: impl Into<String>, problem: impl Into<String>) -> ImportError {
@@ -55,6 +88,14 @@ fn invalid(path: impl Into<String>, problem: impl Into<String>) -> ImportError {
 
 /// Parses an import file into a new session (fresh session id, never an existing one).
 pub fn parse(text: &str) -> Result<(ImportFormat, StoredSession), ImportError> {
+    if text.len() as u64 > MAX_BYTES {
+        return Err(ImportError::TooLarge {
+            size: text.len() as u64,
+            limit: MAX_BYTES,
+        });
+    }
+    // Editors on Windows save JSON with a byte-order mark; it is not part of the text.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let cleaned = strip_json_comments(text);
     let value: Value = serde_json::from_str(&cleaned).map_err(|e| ImportError::Syntax {
         line: e.line(),
@@ -93,6 +134,7 @@ pub fn parse(text: &str) -> Result<(ImportFormat, StoredSession), ImportError> {
     if session.messages.is_empty() {
         return Err(ImportError::Empty);
     }
+    check_record(&session)?;
     if session.meta.title.is_none() {
         session.meta.title = session
             .messages
@@ -166,6 +208,22 @@ fn parse_hark(value: &Value) -> Result<StoredSession, ImportError> {
     }
     let mut stripped = value.clone();
     stripped["messages"] = Value::Array(Vec::new());
+    if let Some(s) = value.get("summary").filter(|s| !s.is_null()) {
+        let through = s.get("through_seq").and_then(Value::as_i64);
+        match through {
+            Some(t) if (-1..messages.len() as i64).contains(&t) => {}
+            _ => {
+                return Err(invalid(
+                    "summary.through_seq",
+                    format!(
+                        "must be the position of a message of this file (-1 to {}), found {}",
+                        messages.len() as i64 - 1,
+                        show(s.get("through_seq"))
+                    ),
+                ))
+            }
+        }
+    }
     let export: Export = serde_json::from_value(stripped).map_err(|e| invalid("session", e.to_string()))?;
     let mut meta = export.session;
     meta.id = new_id(); // an import is a new session; the original is never overwritten
@@ -181,6 +239,7 @@ fn parse_hark(value: &Value) -> Result<StoredSession, ImportError> {
 fn parse_deepgram(list: &Value, base: &str) -> Result<StoredSession, ImportError> {
     let items = list.as_array().ok_or_else(|| invalid(base, "is not a list"))?;
     let mut session = new_session(String::new());
+    let mut call_ids = std::collections::HashSet::new();
     for (i, item) in items.iter().enumerate() {
         let path = at(base, i);
         let ty = item.get("type").and_then(Value::as_str);
@@ -205,6 +264,12 @@ fn parse_deepgram(list: &Value, base: &str) -> Result<StoredSession, ImportError
                         .ok_or_else(|| invalid(format!("{cpath}.{name}"), "missing or not a string"))
                 };
                 let id = field("id")?;
+                if !call_ids.insert(id.clone()) {
+                    return Err(invalid(
+                        format!("{cpath}.id"),
+                        format!("{id:?} was used by an earlier function call: a second result for one call"),
+                    ));
+                }
                 let name = field("name")?;
                 let arguments = field("arguments")?;
                 let response = field("response")?;
@@ -425,7 +490,7 @@ fn parse_chat(list: &Value, system: Option<&Value>, base: &str) -> Result<Stored
                         call_id: c.id.clone(),
                         name: c.name.clone(),
                         state: ToolState::Error,
-                        content: "no result was recorded in the imported history".to_string(),
+                        content: NO_RESULT.to_string(),
                     })
                     .collect();
                 msgs.push(Message::new(MessageKind::Assistant(AssistantMessage {
@@ -462,7 +527,11 @@ fn parse_chat(list: &Value, system: Option<&Value>, base: &str) -> Result<Stored
     Ok(session)
 }
 
-/// Puts an imported tool result into its call's placeholder.
+/// The text of a placeholder for a call whose result the file has not given (yet).
+const NO_RESULT: &str = "no result was recorded in the imported history";
+
+/// Puts an imported tool result into its call's placeholder; a second result for the same
+/// call is refused (which one would be true?).
 fn settle(msgs: &mut [Message], call_id: &str, content: String, is_error: bool, path: &str) -> Result<(), ImportError> {
     let slot = msgs
         .iter_mut()
@@ -477,8 +546,56 @@ fn settle(msgs: &mut [Message], call_id: &str, content: String, is_error: bool, 
                 format!("a tool result for call {call_id:?}, which no earlier assistant message made"),
             )
         })?;
+    if !(slot.state == ToolState::Error && slot.content == NO_RESULT) {
+        return Err(invalid(path, format!("a second result for tool call {call_id:?}")));
+    }
     slot.state = if is_error { ToolState::Error } else { ToolState::Done };
     slot.content = content;
+    Ok(())
+}
+
+/// What every imported record must satisfy, whatever its format: message ids are unique,
+/// call ids are unique, and every tool result answers exactly one earlier call.
+fn check_record(session: &StoredSession) -> Result<(), ImportError> {
+    use std::collections::HashMap;
+    let mut ids: HashMap<&str, usize> = HashMap::new();
+    let mut calls: HashMap<&str, (usize, bool)> = HashMap::new();
+    for (i, m) in session.messages.iter().enumerate() {
+        if let Some(first) = ids.insert(&m.id, i) {
+            return Err(invalid(
+                format!("messages[{i}].id"),
+                format!("{:?} is also the id of messages[{first}]; ids must be unique", m.id),
+            ));
+        }
+        match &m.kind {
+            MessageKind::Assistant(a) => {
+                for c in &a.tool_calls {
+                    if calls.insert(&c.id, (i, false)).is_some() {
+                        return Err(invalid(
+                            format!("messages[{i}]"),
+                            format!("the tool call id {:?} is used twice", c.id),
+                        ));
+                    }
+                }
+            }
+            MessageKind::ToolResult(r) => match calls.get_mut(r.call_id.as_str()) {
+                None => {
+                    return Err(invalid(
+                        format!("messages[{i}]"),
+                        format!("a tool result for call {:?}, which no earlier message made", r.call_id),
+                    ))
+                }
+                Some((_, answered)) if *answered => {
+                    return Err(invalid(
+                        format!("messages[{i}]"),
+                        format!("a second result for tool call {:?}", r.call_id),
+                    ))
+                }
+                Some((_, answered)) => *answered = true,
+            },
+            _ => {}
+        }
+    }
     Ok(())
 }
 

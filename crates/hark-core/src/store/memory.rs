@@ -58,6 +58,10 @@ pub enum MemoryError {
     NoFact(String),
     #[error("fact id {0:?} matches several facts; give more characters")]
     AmbiguousFact(String),
+    #[error("no remembered fact contains {0:?}")]
+    NoMatch(String),
+    #[error("several remembered facts match {0:?} ({1}); name the one to forget exactly")]
+    SeveralMatch(String, String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -170,26 +174,46 @@ impl Store {
         Ok(fact)
     }
 
-    /// Forgets every fact whose text contains `words` (case-insensitive), for "forget that I
-    /// like tea". Returns what was forgotten.
-    pub fn forget_matching(&self, words: &str) -> Result<Vec<Fact>, StoreError> {
-        let needle = words.trim().to_lowercase();
+    /// Forgets the one fact `words` names, for "forget that I like tea": a fact equal to it
+    /// (ignoring case, spacing and a final full stop), else the only fact that contains it
+    /// as a substantial part (at least a third of the fact, at least 4 characters). Several
+    /// matches are refused with the list, so a model asked to forget one thing cannot erase
+    /// a memory wholesale with one letter (issue 9).
+    pub fn forget_one(&self, words: &str) -> Result<Fact, MemoryError> {
+        let norm = |t: &str| {
+            t.split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .trim_end_matches(['.', '!', '?'])
+                .to_lowercase()
+        };
+        let needle = norm(words);
         if needle.is_empty() {
-            return Ok(Vec::new());
+            return Err(MemoryError::EmptyFact);
         }
-        let gone: Vec<Fact> = self
-            .facts()?
-            .into_iter()
-            .filter(|f| {
-                let t = f.text.to_lowercase();
-                t.contains(&needle) || needle.contains(&t)
-            })
-            .collect();
-        let conn = self.lock();
-        for f in &gone {
-            conn.execute("DELETE FROM facts WHERE id = ?1", params![f.id])?;
+        let facts = self.facts()?;
+        let exact: Vec<&Fact> = facts.iter().filter(|f| norm(&f.text) == needle).collect();
+        let candidates: Vec<&Fact> = if exact.is_empty() {
+            facts
+                .iter()
+                .filter(|f| {
+                    let t = norm(&f.text);
+                    t.contains(&needle)
+                        && needle.chars().count() >= 4
+                        && needle.chars().count() * 3 >= t.chars().count()
+                })
+                .collect()
+        } else {
+            exact
+        };
+        match candidates.as_slice() {
+            [] => Err(MemoryError::NoMatch(words.trim().to_string())),
+            [one] => self.delete_fact(&one.id),
+            several => Err(MemoryError::SeveralMatch(
+                words.trim().to_string(),
+                several.iter().map(|f| f.text.clone()).collect::<Vec<_>>().join(" | "),
+            )),
         }
-        Ok(gone)
     }
 
     /// Full-text search over user and assistant messages of every session, best matches
@@ -279,8 +303,10 @@ mod tests {
     use crate::conversation::{HistorySettings, Message, MessageKind};
     use crate::store::SessionMeta;
 
-    fn said(store: &Store, session: &str, seq: usize, kind: MessageKind) {
-        store.save_message(session, seq, &Message::new(kind)).unwrap();
+    fn said(store: &Store, session: &str, kind: MessageKind) -> Message {
+        let m = Message::new(kind);
+        store.save_message(session, &m).unwrap();
+        m
     }
 
     fn user(text: &str) -> MessageKind {
@@ -295,9 +321,9 @@ mod tests {
                 .create_session(&SessionMeta::new(id, "", HistorySettings::default()))
                 .unwrap();
         }
-        said(&store, "s1", 0, user("My name is Sam and I live in Paris."));
-        said(&store, "s1", 1, user("I like green tea."));
-        said(&store, "s2", 0, user("What's my name?"));
+        said(&store, "s1", user("My name is Sam and I live in Paris."));
+        said(&store, "s1", user("I like green tea."));
+        said(&store, "s2", user("What's my name?"));
 
         let hits = store
             .search_messages(
@@ -326,8 +352,9 @@ mod tests {
         store
             .create_session(&SessionMeta::new("s1", "", HistorySettings::default()))
             .unwrap();
-        said(&store, "s1", 0, user("I own a kayak."));
-        said(&store, "s1", 0, user("I own a canoe."));
+        let mut m = said(&store, "s1", user("I own a kayak."));
+        m.kind = user("I own a canoe.");
+        assert_eq!(store.save_message("s1", &m).unwrap(), 0, "an edit in place");
         assert!(store.search_messages("kayak", None, 5).unwrap().is_empty());
         assert_eq!(store.search_messages("canoe", None, 5).unwrap().len(), 1);
         store.delete_session("s1").unwrap();
@@ -357,10 +384,42 @@ mod tests {
         ));
         assert!(matches!(store.delete_fact("nope"), Err(MemoryError::NoFact(_))));
 
-        let gone = store.forget_matching("green tea").unwrap();
-        assert_eq!(gone.len(), 1);
+        let gone = store.forget_one("green tea").unwrap();
+        assert_eq!(gone.text, "The user likes green tea.");
         assert_eq!(store.delete_fact(&a.id).unwrap().text, "The user's name is Samantha.");
         assert!(store.facts().unwrap().is_empty());
+    }
+
+    /// Issue 9: `forget_fact` deleted every fact containing its words, so "a" erased the
+    /// whole memory.
+    #[test]
+    fn forgetting_takes_one_exact_fact_or_refuses() {
+        let store = Store::open_in_memory().unwrap();
+        for f in [
+            "I like green tea.",
+            "I like black tea.",
+            "My name is Sam.",
+            "A cat named Tom lives with me.",
+        ] {
+            store.add_fact(f, None).unwrap();
+        }
+        assert!(
+            matches!(store.forget_one("a"), Err(MemoryError::NoMatch(_))),
+            "one letter forgets nothing"
+        );
+        assert!(
+            matches!(store.forget_one("tea"), Err(MemoryError::NoMatch(_))),
+            "too small a part"
+        );
+        let e = store.forget_one("I like").unwrap_err();
+        assert!(
+            matches!(&e, MemoryError::SeveralMatch(_, list) if list.contains("green") && list.contains("black")),
+            "{e}"
+        );
+        assert_eq!(store.facts().unwrap().len(), 4, "nothing was forgotten by the refusals");
+        assert_eq!(store.forget_one("i like GREEN tea").unwrap().text, "I like green tea.");
+        assert_eq!(store.forget_one("my name is sam").unwrap().text, "My name is Sam.");
+        assert_eq!(store.facts().unwrap().len(), 2);
     }
 
     #[test]

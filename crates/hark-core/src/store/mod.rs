@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use chrono::{DateTime, Utc};
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 
 use crate::conversation::{Conversation, HistorySettings, Message};
@@ -206,7 +206,7 @@ impl Store {
         Self::init(Connection::open_in_memory()?, PathBuf::from(":memory:"))
     }
 
-    fn init(conn: Connection, path: PathBuf) -> Result<Self, StoreError> {
+    fn init(mut conn: Connection, path: PathBuf) -> Result<Self, StoreError> {
         let open_err = |source| StoreError::Open {
             path: path.clone(),
             source,
@@ -217,26 +217,14 @@ impl Store {
         conn.pragma_update(None, "journal_mode", "WAL").map_err(open_err)?;
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(open_err)?;
         conn.pragma_update(None, "foreign_keys", "ON").map_err(open_err)?;
-        let version: i64 = conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))
-            .map_err(open_err)?;
-        if version > SCHEMA_VERSION {
-            return Err(StoreError::TooNew {
-                path,
-                found: version,
+        migrate(&mut conn).map_err(|e| match e {
+            Migration::TooNew(found) => StoreError::TooNew {
+                path: path.clone(),
+                found,
                 supported: SCHEMA_VERSION,
-            });
-        }
-        conn.execute_batch(SCHEMA).map_err(open_err)?;
-        if version == 1 {
-            // Schema 1 had no full-text index: index what is already recorded.
-            conn.execute_batch(
-                "INSERT INTO messages_fts (rowid, text, session_id, seq) SELECT rowid, text, session_id, seq FROM messages",
-            )
-            .map_err(open_err)?;
-        }
-        conn.pragma_update(None, "user_version", SCHEMA_VERSION)
-            .map_err(open_err)?;
+            },
+            Migration::Sql(e) => open_err(e),
+        })?;
         Ok(Self {
             conn: Mutex::new(conn),
             path,
@@ -279,13 +267,37 @@ impl Store {
         Ok(())
     }
 
-    /// Commits one message at its record index (insert, or update in place for tool results
-    /// and heard text). Also stamps the session as updated and titles it on the first user
-    /// message.
-    pub fn save_message(&self, session_id: &str, seq: usize, message: &Message) -> Result<(), StoreError> {
+    /// Commits one message: an edit in place when the session already holds a message with
+    /// its id (a tool result, heard text, voice metrics), otherwise an append at the end of
+    /// the record. Returns the message's position (`seq`) in the stored record. Also stamps
+    /// the session as updated and titles it on the first user message.
+    ///
+    /// The position is allocated inside a `BEGIN IMMEDIATE` transaction, so two writers on
+    /// one session (two `hark chat --session` processes, or the app and the CLI) append one
+    /// after the other and no write ever replaces another (issue 9).
+    pub fn save_message(&self, session_id: &str, message: &Message) -> Result<i64, StoreError> {
         let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        upsert_message(&tx, session_id, seq, message)?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let (kind, text, body) = message_columns(session_id, message)?;
+        let edited = tx.query_row(
+            "UPDATE messages SET kind=?3, text=?4, body=?5 WHERE session_id=?1 AND id=?2 RETURNING seq",
+            params![session_id, message.id, kind, text, body],
+            |r| r.get::<_, i64>(0),
+        );
+        let seq = match edited {
+            Ok(seq) => seq,
+            Err(rusqlite::Error::QueryReturnedNoRows) => {
+                let seq: i64 = tx.query_row(
+                    "SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE session_id=?1",
+                    params![session_id],
+                    |r| r.get(0),
+                )?;
+                tx.prepare_cached(INSERT_MESSAGE)?
+                    .execute(message_params(session_id, seq as usize, message)?)?;
+                seq
+            }
+            Err(e) => return Err(e.into()),
+        };
         let n = tx.execute(
             "UPDATE sessions SET updated_at=?2, title=COALESCE(title, ?3) WHERE id=?1",
             params![
@@ -298,7 +310,18 @@ impl Store {
             return Err(StoreError::NoSession(session_id.to_string()));
         }
         tx.commit()?;
-        Ok(())
+        Ok(seq)
+    }
+
+    /// How many messages the stored record of a session holds (another process may have
+    /// added some since this one loaded it).
+    pub fn message_count(&self, session_id: &str) -> Result<usize, StoreError> {
+        let n: i64 = self.lock().query_row(
+            "SELECT COUNT(*) FROM messages WHERE session_id=?1",
+            params![session_id],
+            |r| r.get(0),
+        )?;
+        Ok(n as usize)
     }
 
     /// Appends a new version of the running summary.
@@ -432,34 +455,35 @@ impl Store {
     }
 }
 
+/// A new message at a position no other message holds: a conflict is an error, never an
+/// overwrite.
 const INSERT_MESSAGE: &str = "INSERT INTO messages (session_id, seq, id, kind, text, created_at, body)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-     ON CONFLICT(session_id, seq) DO UPDATE SET id=excluded.id, kind=excluded.kind, text=excluded.text, body=excluded.body";
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
 
 type MessageRow<'a> = (&'a str, i64, &'a str, &'static str, &'a str, String, String);
 
-fn message_params<'a>(session_id: &'a str, seq: usize, m: &'a Message) -> Result<MessageRow<'a>, StoreError> {
+/// The kind, searchable text and JSON body of a message, as stored.
+fn message_columns<'a>(session_id: &str, m: &'a Message) -> Result<(&'static str, &'a str, String), StoreError> {
     // Serialising our own types cannot fail (string keys only); map it anyway, no panic.
     let body = serde_json::to_string(m).map_err(|source| StoreError::Corrupt {
         session: session_id.to_string(),
-        seq: seq as i64,
+        seq: -1,
         source,
     })?;
+    Ok((m.kind_name(), m.text(), body))
+}
+
+fn message_params<'a>(session_id: &'a str, seq: usize, m: &'a Message) -> Result<MessageRow<'a>, StoreError> {
+    let (kind, text, body) = message_columns(session_id, m)?;
     Ok((
         session_id,
         seq as i64,
         &m.id,
-        m.kind_name(),
-        m.text(),
+        kind,
+        text,
         m.created_at.to_rfc3339(),
         body,
     ))
-}
-
-fn upsert_message(conn: &Connection, session_id: &str, seq: usize, m: &Message) -> Result<(), StoreError> {
-    conn.prepare_cached(INSERT_MESSAGE)?
-        .execute(message_params(session_id, seq, m)?)?;
-    Ok(())
 }
 
 /// Adds the next version of a session's summary (versions keep every fold and edit).
@@ -492,6 +516,44 @@ fn insert_session(conn: &Connection, meta: &SessionMeta) -> Result<(), StoreErro
             meta.model
         ],
     )?;
+    Ok(())
+}
+
+enum Migration {
+    TooNew(i64),
+    Sql(rusqlite::Error),
+}
+
+impl From<rusqlite::Error> for Migration {
+    fn from(e: rusqlite::Error) -> Self {
+        Migration::Sql(e)
+    }
+}
+
+/// Brings the schema to [`SCHEMA_VERSION`] in one `BEGIN IMMEDIATE` transaction: a migration
+/// killed midway leaves the database as it was, and two processes opening an old database
+/// at once migrate it one after the other (the second finds it done). Each step is
+/// idempotent, so even a database left half-migrated by an older Hark opens (issue 9).
+fn migrate(conn: &mut Connection) -> Result<(), Migration> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let version: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    if version > SCHEMA_VERSION {
+        return Err(Migration::TooNew(version));
+    }
+    if version == SCHEMA_VERSION {
+        return Ok(());
+    }
+    tx.execute_batch(SCHEMA)?;
+    if version == 1 {
+        // Schema 1 had no full-text index: index what is already recorded (from scratch,
+        // whatever an interrupted older migration left in it).
+        tx.execute_batch(
+            "DELETE FROM messages_fts;
+             INSERT INTO messages_fts (rowid, text, session_id, seq) SELECT rowid, text, session_id, seq FROM messages;",
+        )?;
+    }
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    tx.commit()?;
     Ok(())
 }
 

@@ -12,7 +12,7 @@ fn sample_session(store: &Store) -> Conversation {
     let mut c = Conversation::new("sess-1", "gpt-4o", "Be brief.", HistorySettings::default());
     let save_last = |c: &Conversation| {
         let i = c.record().len() - 1;
-        store.save_message("sess-1", i, &c.record()[i]).unwrap();
+        store.save_message("sess-1", &c.record()[i]).unwrap();
     };
     c.push_user("My name is Sam.").unwrap();
     save_last(&c);
@@ -39,13 +39,13 @@ fn sample_session(store: &Store) -> Conversation {
         }],
     );
     for i in range {
-        store.save_message("sess-1", i, &c.record()[i]).unwrap();
+        store.save_message("sess-1", &c.record()[i]).unwrap();
     }
     let c1 = match c.resolve_tool_call("c1", ToolState::Done, "sunny").unwrap() {
         crate::conversation::ToolResolution::InPlace(i) => i,
         other => panic!("{other:?}"),
     };
-    store.save_message("sess-1", c1, &c.record()[c1]).unwrap();
+    store.save_message("sess-1", &c.record()[c1]).unwrap();
     let id = c
         .push_reply(AssistantMessage {
             generated: "It is sunny and warm today.".into(),
@@ -55,7 +55,7 @@ fn sample_session(store: &Store) -> Conversation {
         .clone();
     save_last(&c);
     let i = c.mark_interrupted(&id, "It is sunny", Some(700)).unwrap();
-    store.save_message("sess-1", i, &c.record()[i]).unwrap();
+    store.save_message("sess-1", &c.record()[i]).unwrap();
     c.clear();
     save_last(&c);
     c

@@ -21,13 +21,16 @@ use crate::provider::{endpoint, ErrorKind, ProviderError};
 
 const PROVIDER: &str = "deepgram";
 
+/// Deepgram's official endpoint.
+pub const BASE_URL: &str = "https://api.deepgram.com";
+
 /// How long to wait for the finalized result after release.
 const FINALIZE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Deepgram settings.
 #[derive(Clone)]
 pub struct DeepgramConfig {
-    /// `https://api.deepgram.com` (or `HARK_DEEPGRAM_BASE_URL`); `ws(s)` is derived from it.
+    /// [`BASE_URL`] (or `HARK_DEEPGRAM_BASE_URL`); `ws(s)` is derived from it.
     pub base_url: String,
     pub api_key: Option<String>,
     pub model: String,
@@ -41,7 +44,7 @@ impl DeepgramConfig {
         let base_url = std::env::var("HARK_DEEPGRAM_BASE_URL")
             .ok()
             .filter(|s| !s.trim().is_empty())
-            .unwrap_or_else(|| "https://api.deepgram.com".into());
+            .unwrap_or_else(|| BASE_URL.into());
         Self {
             base_url,
             api_key,
@@ -77,7 +80,7 @@ pub struct DeepgramStt {
 
 impl DeepgramStt {
     pub fn new(config: DeepgramConfig, live: bool) -> Result<Self, ProviderError> {
-        let client = http::client(PROVIDER, config.timeout)?;
+        let client = http::client(PROVIDER, config.timeout, &config.base_url)?;
         Ok(Self { config, client, live })
     }
 }

@@ -50,27 +50,29 @@ pub trait LiveTranscription: Send {
     async fn finish(self: Box<Self>) -> Result<String, ProviderError>;
 }
 
-/// Which engine to use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which speech-to-text engine to use (as in settings and on the command line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum SttKind {
-    Deepgram,
-    DeepgramPrerecorded,
-    OpenAi,
+    /// Offline: whisper.cpp on this computer.
+    #[default]
+    #[serde(alias = "local")]
     Whisper,
+    /// Deepgram's live WebSocket (interim text while you speak).
+    Deepgram,
+    /// Deepgram's prerecorded endpoint (the utterance is sent after release).
+    DeepgramPrerecorded,
+    /// OpenAI's transcription endpoint.
+    #[serde(rename = "openai")]
+    OpenAi,
 }
 
 impl std::str::FromStr for SttKind {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "deepgram" => Ok(Self::Deepgram),
-            "deepgram-prerecorded" => Ok(Self::DeepgramPrerecorded),
-            "openai" => Ok(Self::OpenAi),
-            "whisper" | "local" => Ok(Self::Whisper),
-            other => Err(format!(
-                "unknown STT engine {other:?}: use whisper (offline), deepgram, deepgram-prerecorded or openai"
-            )),
-        }
+        serde_json::from_value(serde_json::Value::String(s.to_string())).map_err(|_| {
+            format!("unknown STT engine {s:?}: use whisper (offline), deepgram, deepgram-prerecorded or openai")
+        })
     }
 }
 

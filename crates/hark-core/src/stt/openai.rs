@@ -20,7 +20,7 @@ impl OpenAiStt {
     /// `config.model` is the transcription model (`gpt-4o-mini-transcribe`, `whisper-1`).
     pub fn new(config: ProviderConfig) -> Result<Self, ProviderError> {
         Ok(Self {
-            client: http::client(PROVIDER, config.connect_timeout)?,
+            client: http::client(PROVIDER, config.connect_timeout, &config.base_url)?,
             config,
         })
     }

@@ -17,11 +17,6 @@ use crate::provider::{ErrorKind, ProviderError};
 
 const PROVIDER: &str = "whisper";
 
-/// The default model file name, looked for in the models directory.
-pub const DEFAULT_MODEL: &str = "ggml-tiny.en.bin";
-
-pub use crate::models::models_dir;
-
 /// whisper.cpp with a ggml model, loaded on demand: the weights (80 MB for tiny.en) come
 /// into memory when push-to-talk is pressed (in parallel with the speech, so it costs no
 /// latency) and leave after [`UNLOAD_AFTER`] without use, so an idle Hark stays small.
@@ -45,7 +40,7 @@ pub const UNLOAD_AFTER: Duration = Duration::from_secs(300);
 fn model_error(path: &Path, what: impl std::fmt::Display) -> ProviderError {
     ProviderError::new(
         PROVIDER,
-        ErrorKind::InvalidRequest,
+        ErrorKind::LocalEngine,
         format!(
             "the offline speech model {} {what}: run scripts/fetch-models.sh (or choose another STT engine)",
             path.display()
@@ -93,7 +88,7 @@ impl WhisperStt {
                     }
                 }
             })
-            .map_err(|e| ProviderError::new(PROVIDER, ErrorKind::Server, e.to_string()))?;
+            .map_err(|e| ProviderError::new(PROVIDER, ErrorKind::LocalEngine, e.to_string()))?;
         Ok(Self { inner })
     }
 
@@ -151,7 +146,7 @@ impl Transcriber for WhisperStt {
         let this = self.clone();
         let threads = self.inner.threads;
         tokio::task::spawn_blocking(move || {
-            let err = |e: whisper_rs::WhisperError| ProviderError::new(PROVIDER, ErrorKind::Server, e.to_string());
+            let err = |e: whisper_rs::WhisperError| ProviderError::new(PROVIDER, ErrorKind::LocalEngine, e.to_string());
             let ctx = this.context()?;
             let mut state = ctx.create_state().map_err(err)?;
             let mut p = FullParams::new(SamplingStrategy::Greedy { best_of: 1 });
@@ -172,7 +167,7 @@ impl Transcriber for WhisperStt {
         .map_err(|e| {
             ProviderError::new(
                 PROVIDER,
-                ErrorKind::Server,
+                ErrorKind::LocalEngine,
                 format!("the transcription thread failed: {e}"),
             )
         })?

@@ -33,24 +33,25 @@ pub trait Synthesizer: Send + Sync {
     async fn synthesize(&self, text: &str, out: &mpsc::UnboundedSender<AudioChunk>) -> Result<(), ProviderError>;
 }
 
-/// Which engine to use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which voice to speak with (as in settings and on the command line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum TtsKind {
-    Deepgram,
-    OpenAi,
+    /// The operating system's own voice (offline).
+    #[default]
+    #[serde(alias = "os", alias = "local")]
     System,
+    /// Deepgram Aura-2.
+    Deepgram,
+    /// OpenAI speech.
+    #[serde(rename = "openai")]
+    OpenAi,
 }
 
 impl std::str::FromStr for TtsKind {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "deepgram" => Ok(Self::Deepgram),
-            "openai" => Ok(Self::OpenAi),
-            "system" | "os" | "local" => Ok(Self::System),
-            other => Err(format!(
-                "unknown TTS engine {other:?}: use system (offline), deepgram or openai"
-            )),
-        }
+        serde_json::from_value(serde_json::Value::String(s.to_string()))
+            .map_err(|_| format!("unknown TTS engine {s:?}: use system (offline), deepgram or openai"))
     }
 }

@@ -70,7 +70,7 @@ pub struct DeepgramTts {
 
 impl DeepgramTts {
     pub fn new(config: DeepgramConfig, voice: impl Into<String>) -> Result<Self, ProviderError> {
-        let client = http::client("deepgram", config.timeout)?;
+        let client = http::client("deepgram", config.timeout, &config.base_url)?;
         Ok(Self {
             config,
             voice: voice.into(),
@@ -124,7 +124,7 @@ impl OpenAiTts {
     /// `config.model` is the speech model (`gpt-4o-mini-tts`, `tts-1`).
     pub fn new(config: ProviderConfig, voice: impl Into<String>) -> Result<Self, ProviderError> {
         Ok(Self {
-            client: http::client("openai", config.connect_timeout)?,
+            client: http::client("openai", config.connect_timeout, &config.base_url)?,
             config,
             voice: voice.into(),
         })

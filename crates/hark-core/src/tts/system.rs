@@ -51,13 +51,13 @@ impl SystemVoice {
             let status = cmd
                 .status()
                 .await
-                .map_err(|e| err(ErrorKind::InvalidRequest, format!("cannot run say: {e}")))?;
+                .map_err(|e| err(ErrorKind::LocalEngine, format!("cannot run say: {e}")))?;
             let bytes = std::fs::read(&file);
             let _ = std::fs::remove_file(&file);
             if !status.success() {
-                return Err(err(ErrorKind::Server, format!("say exited with {status}")));
+                return Err(err(ErrorKind::LocalEngine, format!("say exited with {status}")));
             }
-            return bytes.map_err(|e| err(ErrorKind::Server, e.to_string()));
+            return bytes.map_err(|e| err(ErrorKind::LocalEngine, e.to_string()));
         }
         #[cfg(target_os = "windows")]
         {
@@ -71,17 +71,23 @@ impl SystemVoice {
                 .args(["-NoProfile", "-Command", &script])
                 .stdin(Stdio::piped())
                 .spawn()
-                .map_err(|e| err(ErrorKind::InvalidRequest, format!("cannot run PowerShell: {e}")))?;
+                .map_err(|e| err(ErrorKind::LocalEngine, format!("cannot run PowerShell: {e}")))?;
             if let Some(mut stdin) = child.stdin.take() {
                 let _ = stdin.write_all(text.as_bytes()).await;
             }
-            let status = child.wait().await.map_err(|e| err(ErrorKind::Server, e.to_string()))?;
+            let status = child
+                .wait()
+                .await
+                .map_err(|e| err(ErrorKind::LocalEngine, e.to_string()))?;
             let bytes = std::fs::read(&file);
             let _ = std::fs::remove_file(&file);
             if !status.success() {
-                return Err(err(ErrorKind::Server, format!("System.Speech exited with {status}")));
+                return Err(err(
+                    ErrorKind::LocalEngine,
+                    format!("System.Speech exited with {status}"),
+                ));
             }
-            return bytes.map_err(|e| err(ErrorKind::Server, e.to_string()));
+            return bytes.map_err(|e| err(ErrorKind::LocalEngine, e.to_string()));
         }
         #[cfg(not(any(target_os = "macos", target_os = "windows")))]
         {
@@ -102,7 +108,7 @@ impl SystemVoice {
                 .spawn()
                 .map_err(|e| {
                     err(
-                        ErrorKind::InvalidRequest,
+                        ErrorKind::LocalEngine,
                         format!("cannot run espeak-ng ({e}): install the espeak-ng package or choose another voice"),
                     )
                 })?;
@@ -110,15 +116,15 @@ impl SystemVoice {
                 stdin
                     .write_all(text.as_bytes())
                     .await
-                    .map_err(|e| err(ErrorKind::Server, e.to_string()))?;
+                    .map_err(|e| err(ErrorKind::LocalEngine, e.to_string()))?;
             }
             let out = child
                 .wait_with_output()
                 .await
-                .map_err(|e| err(ErrorKind::Server, e.to_string()))?;
+                .map_err(|e| err(ErrorKind::LocalEngine, e.to_string()))?;
             if !out.status.success() {
                 return Err(err(
-                    ErrorKind::Server,
+                    ErrorKind::LocalEngine,
                     format!("espeak-ng failed: {}", String::from_utf8_lossy(&out.stderr).trim()),
                 ));
             }

@@ -1,0 +1,400 @@
+//! The composition root: from what the user chose ([`Profile`]) and the keys present to a
+//! session's parts. `hark chat`, `hark talk` and the desktop app all build through here, so
+//! every default (models, voices, base URLs, the system prompt, the reply budget, which
+//! provider "automatic" means, tools only for models that can call them) is written once.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::conversation::HistorySettings;
+use crate::error::ErrorKind;
+use crate::local::{self, LocalLlm};
+use crate::models::{Manifest, ModelError, ModelKind, ModelSpec, ModelStore};
+use crate::provider::{ChatModel, ProviderConfig, ProviderError, ProviderKind};
+use crate::secrets::{KeySlot, Keychain};
+use crate::session::ChatSession;
+use crate::store::{Store, StoreError};
+use crate::stt::deepgram::{DeepgramConfig, DeepgramStt};
+use crate::stt::openai::OpenAiStt;
+use crate::stt::{SttKind, Transcriber};
+use crate::tools::Toolbox;
+use crate::tts::remote::{DeepgramTts, OpenAiTts};
+use crate::tts::system::SystemVoice;
+use crate::tts::{Synthesizer, TtsKind};
+
+/// The system prompt of a new conversation.
+pub const DEFAULT_SYSTEM_PROMPT: &str =
+    "You are Hark, a helpful voice assistant. Answer in one to three short spoken sentences.";
+
+/// Tokens a reply may use (the request's `max_tokens`).
+pub const DEFAULT_REPLY_BUDGET: u32 = 1024;
+
+/// OpenAI's transcription model.
+pub const OPENAI_STT_MODEL: &str = "gpt-4o-mini-transcribe";
+/// OpenAI's speech model and voice.
+pub const OPENAI_TTS_MODEL: &str = "gpt-4o-mini-tts";
+pub const OPENAI_TTS_VOICE: &str = "alloy";
+/// Deepgram's Aura-2 voice.
+pub const DEEPGRAM_TTS_VOICE: &str = "aura-2-thalia-en";
+
+/// Which language model the user chose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "lowercase")]
+pub enum LlmChoice {
+    /// A cloud provider with a key (Anthropic first), an OpenAI-compatible server when a
+    /// base URL is set, and otherwise the offline model.
+    #[default]
+    Auto,
+    Anthropic,
+    #[serde(rename = "openai")]
+    OpenAi,
+    /// The offline model (llama.cpp through `hark-llm`).
+    Local,
+}
+
+/// What [`LlmChoice`] comes to once the keys are known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Llm {
+    Cloud(ProviderKind),
+    Local,
+}
+
+/// What the user chose for a conversation's model and speech: the part of the settings
+/// the CLI and the app share (the app's settings file holds these fields as they are).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(default)]
+pub struct Profile {
+    pub llm_provider: LlmChoice,
+    /// Model name for a cloud provider; empty: the provider's default.
+    pub llm_model: String,
+    /// The offline chat model (id in the models manifest); `None`: the manifest's default.
+    pub local_model: Option<String>,
+    /// Endpoint override (proxy, Ollama, LM Studio, llama.cpp server, OpenRouter).
+    pub llm_base_url: Option<String>,
+    /// Reply budget in tokens.
+    pub max_tokens: u32,
+    /// Sampling temperature; `None`: the provider's default.
+    pub temperature: Option<f32>,
+    pub system_prompt: String,
+    /// Fold turns that leave the context into a running summary (rule 11).
+    pub summarize: bool,
+    /// Recall remembered facts and matching earlier conversations each turn (rule 12).
+    pub recall: bool,
+    /// Offer the model the built-in tools (time, remember/forget, search past conversations).
+    pub tools: bool,
+    pub stt: SttKind,
+    /// The whisper model file; default: the manifest's speech model in the models directory.
+    pub whisper_model: Option<PathBuf>,
+    pub tts: TtsKind,
+    /// Voice name for the chosen engine; `None`: the engine's default.
+    pub voice: Option<String>,
+    pub deepgram_base_url: Option<String>,
+    /// OpenAI speech endpoint override.
+    pub speech_base_url: Option<String>,
+}
+
+impl Default for Profile {
+    fn default() -> Self {
+        Self {
+            llm_provider: LlmChoice::Auto,
+            llm_model: String::new(),
+            local_model: None,
+            llm_base_url: None,
+            max_tokens: DEFAULT_REPLY_BUDGET,
+            temperature: None,
+            system_prompt: DEFAULT_SYSTEM_PROMPT.into(),
+            summarize: false,
+            recall: true,
+            tools: true,
+            stt: SttKind::Whisper,
+            whisper_model: None,
+            tts: TtsKind::System,
+            voice: None,
+            deepgram_base_url: None,
+            speech_base_url: None,
+        }
+    }
+}
+
+/// Why a session's parts could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SetupError {
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl SetupError {
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            SetupError::Provider(e) => e.kind,
+            SetupError::Model(ModelError::UnknownModel(..) | ModelError::Manifest(_)) => ErrorKind::Settings,
+            SetupError::Model(_) => ErrorKind::ModelDownload,
+            SetupError::Store(_) => ErrorKind::Storage,
+        }
+    }
+}
+
+/// A chat model ready to use, with the offline server it runs on when it is local
+/// (dropping that stops the server).
+pub struct ChatParts {
+    pub model: Box<dyn ChatModel>,
+    pub local: Option<LocalLlm>,
+}
+
+fn nonempty(s: &Option<String>) -> Option<&str> {
+    s.as_deref().map(str::trim).filter(|s| !s.is_empty())
+}
+
+impl Profile {
+    /// The language model this profile means, given the keys present: the explicit choice,
+    /// else an OpenAI-compatible server for a custom base URL, else a keyed provider
+    /// (Anthropic first), else the offline model.
+    pub fn llm(&self, kc: &Keychain) -> Llm {
+        match self.llm_provider {
+            LlmChoice::Anthropic => Llm::Cloud(ProviderKind::Anthropic),
+            LlmChoice::OpenAi => Llm::Cloud(ProviderKind::OpenAi),
+            LlmChoice::Local => Llm::Local,
+            LlmChoice::Auto => {
+                if nonempty(&self.llm_base_url).is_some() {
+                    return Llm::Cloud(ProviderKind::OpenAi);
+                }
+                [ProviderKind::Anthropic, ProviderKind::OpenAi]
+                    .into_iter()
+                    .find(|k| kc.value(&KeySlot::official(k.as_str())).is_some())
+                    .map_or(Llm::Local, Llm::Cloud)
+            }
+        }
+    }
+
+    /// The configuration of a cloud (or OpenAI-compatible) model: endpoint, model, reply
+    /// budget, and the key that belongs to exactly that endpoint.
+    pub fn llm_config(&self, kind: ProviderKind, kc: &Keychain) -> ProviderConfig {
+        let mut c = ProviderConfig::new(kind);
+        if let Some(url) = nonempty(&self.llm_base_url) {
+            c.base_url = url.to_string();
+        }
+        if !self.llm_model.trim().is_empty() {
+            c.model = self.llm_model.trim().to_string();
+        }
+        c.max_tokens = self.max_tokens;
+        c.temperature = self.temperature;
+        c.api_key = kc.value(&KeySlot::for_url(kind.as_str(), &c.base_url));
+        c
+    }
+
+    /// The offline chat model's manifest entry.
+    pub fn local_spec<'m>(&self, manifest: &'m Manifest) -> Result<&'m ModelSpec, ModelError> {
+        let spec = match nonempty(&self.local_model) {
+            Some(id) => manifest.find(id)?,
+            None => manifest
+                .default_for(ModelKind::Llm)
+                .ok_or_else(|| ModelError::Manifest("the model manifest has no default chat model".into()))?,
+        };
+        if spec.kind != ModelKind::Llm {
+            return Err(ModelError::Manifest(format!(
+                "{} is a speech model, not a chat model (see `hark models list`)",
+                spec.id
+            )));
+        }
+        Ok(spec)
+    }
+
+    /// The offline speech model's manifest entry, when this profile uses the manifest's.
+    pub fn whisper_spec<'m>(&self, manifest: &'m Manifest) -> Option<&'m ModelSpec> {
+        (self.stt == SttKind::Whisper && self.whisper_model.is_none())
+            .then(|| manifest.default_for(ModelKind::Stt))
+            .flatten()
+    }
+
+    /// The whisper model file this profile uses.
+    pub fn whisper_path(&self, manifest: &Manifest, store: &ModelStore) -> Option<PathBuf> {
+        self.whisper_model
+            .clone()
+            .or_else(|| self.whisper_spec(manifest).map(|s| store.path(s)))
+    }
+
+    /// The offline models this profile needs (downloaded or not).
+    pub fn models_needed(&self, kc: &Keychain, manifest: &Manifest) -> Result<Vec<ModelSpec>, ModelError> {
+        let mut want = Vec::new();
+        if self.llm(kc) == Llm::Local {
+            want.push(self.local_spec(manifest)?.clone());
+        }
+        want.extend(self.whisper_spec(manifest).cloned());
+        Ok(want)
+    }
+
+    /// The chat model: a cloud client, or the offline model's server started (its model
+    /// must be in place: see [`Self::models_needed`]).
+    pub async fn chat(&self, kc: &Keychain, manifest: &Manifest, models: &ModelStore) -> Result<ChatParts, SetupError> {
+        match self.llm(kc) {
+            Llm::Cloud(kind) => Ok(ChatParts {
+                model: self.llm_config(kind, kc).build()?,
+                local: None,
+            }),
+            Llm::Local => {
+                let spec = self.local_spec(manifest)?;
+                let server = LocalLlm::start(&models.path(spec), &spec.id, local::DEFAULT_CONTEXT).await?;
+                let mut c = server.config();
+                c.max_tokens = self.max_tokens;
+                c.temperature = self.temperature;
+                Ok(ChatParts {
+                    model: c.build()?,
+                    local: Some(server),
+                })
+            }
+        }
+    }
+
+    /// Opens a conversation on a chat model: a new one (`session: None`) with this profile's
+    /// system prompt, or a stored one resumed; then the profile's reply budget, summaries,
+    /// recall and tools apply. Small local models get no tools: they do not call them
+    /// reliably.
+    pub fn open_session(
+        &self,
+        store: &Arc<Store>,
+        chat: ChatParts,
+        session: Option<&str>,
+    ) -> Result<(ChatSession, Option<LocalLlm>), SetupError> {
+        let ChatParts { model, local } = chat;
+        let mut s = match session {
+            Some(id) => ChatSession::resume(store.clone(), id, model)?,
+            None => ChatSession::create(store.clone(), model, &self.system_prompt, HistorySettings::default())?,
+        };
+        s.set_reply_budget(self.max_tokens);
+        s.set_summarization(self.summarize);
+        s.set_recall(self.recall);
+        if self.tools && local.is_none() {
+            s.set_tools(Toolbox::builtin());
+        }
+        if let Some(l) = &local {
+            s.set_model_window(l.context_window());
+        }
+        Ok((s, local))
+    }
+
+    /// Deepgram's configuration, with the key for its endpoint.
+    pub fn deepgram(&self, kc: &Keychain) -> DeepgramConfig {
+        let mut c = DeepgramConfig::new(None);
+        if let Some(url) = nonempty(&self.deepgram_base_url) {
+            c.base_url = url.to_string();
+        }
+        c.api_key = kc.value(&KeySlot::for_url("deepgram", &c.base_url));
+        c
+    }
+
+    /// OpenAI speech's configuration (`model`: the speech or transcription model), with the
+    /// key for its endpoint.
+    pub fn openai_speech(&self, kc: &Keychain, model: &str) -> ProviderConfig {
+        let mut c = ProviderConfig::new(ProviderKind::OpenAi);
+        if let Some(url) = nonempty(&self.speech_base_url) {
+            c.base_url = url.to_string();
+        }
+        c.api_key = kc.value(&KeySlot::for_url("openai", &c.base_url));
+        c.model = model.to_string();
+        c
+    }
+
+    /// The speech-to-text engine. The offline one needs its model file in place.
+    pub fn transcriber(&self, kc: &Keychain) -> Result<Arc<dyn Transcriber>, ProviderError> {
+        Ok(match self.stt {
+            SttKind::Deepgram => Arc::new(DeepgramStt::new(self.deepgram(kc), true)?),
+            SttKind::DeepgramPrerecorded => Arc::new(DeepgramStt::new(self.deepgram(kc), false)?),
+            SttKind::OpenAi => Arc::new(OpenAiStt::new(self.openai_speech(kc, OPENAI_STT_MODEL))?),
+            SttKind::Whisper => self.whisper()?,
+        })
+    }
+
+    #[cfg(feature = "whisper")]
+    fn whisper(&self) -> Result<Arc<dyn Transcriber>, ProviderError> {
+        let manifest =
+            Manifest::load().map_err(|e| ProviderError::new("whisper", ErrorKind::Settings, e.to_string()))?;
+        let path = self
+            .whisper_path(&manifest, &ModelStore::default_dir())
+            .ok_or_else(|| {
+                ProviderError::new(
+                    "whisper",
+                    ErrorKind::LocalEngine,
+                    "the model manifest has no speech model",
+                )
+            })?;
+        Ok(Arc::new(crate::stt::whisper::WhisperStt::load(&path)?))
+    }
+
+    #[cfg(not(feature = "whisper"))]
+    fn whisper(&self) -> Result<Arc<dyn Transcriber>, ProviderError> {
+        Err(ProviderError::new(
+            "whisper",
+            ErrorKind::LocalEngine,
+            "this build has no offline speech engine (built without the `whisper` feature): use deepgram or openai",
+        ))
+    }
+
+    /// The voice.
+    pub fn synthesizer(&self, kc: &Keychain) -> Result<Arc<dyn Synthesizer>, ProviderError> {
+        let voice = nonempty(&self.voice).map(str::to_string);
+        Ok(match self.tts {
+            TtsKind::System => Arc::new(SystemVoice { voice, rate_wpm: None }),
+            TtsKind::Deepgram => Arc::new(DeepgramTts::new(
+                self.deepgram(kc),
+                voice.unwrap_or_else(|| DEEPGRAM_TTS_VOICE.into()),
+            )?),
+            TtsKind::OpenAi => Arc::new(OpenAiTts::new(
+                self.openai_speech(kc, OPENAI_TTS_MODEL),
+                voice.unwrap_or_else(|| OPENAI_TTS_VOICE.into()),
+            )?),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn automatic_picks_a_base_url_server_else_a_keyed_provider_else_offline() {
+        // A keychain service nobody uses: no keys stored; the test environment sets none.
+        let kc = Keychain::with_service(format!("hark-assembly-test-{}", std::process::id()));
+        let mut p = Profile::default();
+        if std::env::var_os("ANTHROPIC_API_KEY").is_none() && std::env::var_os("OPENAI_API_KEY").is_none() {
+            assert_eq!(p.llm(&kc), Llm::Local, "no key at all: offline");
+        }
+        p.llm_base_url = Some("http://127.0.0.1:11434/v1".into());
+        assert_eq!(p.llm(&kc), Llm::Cloud(ProviderKind::OpenAi));
+        p.llm_provider = LlmChoice::Local;
+        assert_eq!(p.llm(&kc), Llm::Local);
+    }
+
+    #[test]
+    fn settings_files_from_before_the_typed_engines_still_read() {
+        let p: Profile = serde_json::from_str(
+            r#"{"llm_provider": "openai", "llm_model": "gpt-4o", "stt": "deepgram-prerecorded", "tts": "os"}"#,
+        )
+        .unwrap();
+        assert_eq!(p.llm_provider, LlmChoice::OpenAi);
+        assert_eq!(p.stt, SttKind::DeepgramPrerecorded);
+        assert_eq!(p.tts, TtsKind::System);
+        assert_eq!(p.max_tokens, DEFAULT_REPLY_BUDGET, "absent fields take their defaults");
+        assert!(serde_json::from_str::<Profile>(r#"{"stt": "carrier-pigeon"}"#).is_err());
+    }
+
+    #[test]
+    fn a_custom_endpoint_gets_its_own_key_slot() {
+        let kc = Keychain::with_service(format!("hark-assembly-test-{}", std::process::id()));
+        let p = Profile {
+            llm_base_url: Some("https://openrouter.ai/api/v1".into()),
+            ..Default::default()
+        };
+        let c = p.llm_config(ProviderKind::OpenAi, &kc);
+        assert_eq!(c.base_url, "https://openrouter.ai/api/v1");
+        assert_eq!(c.model, ProviderKind::OpenAi.default_model());
+    }
+}

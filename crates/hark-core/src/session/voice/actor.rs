@@ -1,0 +1,411 @@
+//! The session actor: one task owns the input, the conversation and the pipeline; every key
+//! event, capture end, turn completion and edit is handled by it, in order, so none of them
+//! can race. Callers hold a cheap [`VoiceHandle`] (a bounded channel, with `oneshot`
+//! replies where a caller wants the outcome), as in mini-redis's clients.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::{answer, Voice, VoiceEvent};
+use crate::audio::input::{AudioInput, InputStream};
+use crate::audio::AudioError;
+use crate::session::ptt::{check_utterance, decide, Action, Key, KeyState, Phase, PttMode};
+use crate::session::{ChatSession, TurnError};
+use crate::stt::LiveTranscription;
+
+/// A change to the conversation (reset, `max_turns`, system prompt), run by the actor when
+/// it holds the conversation: at once when idle, after the turn in flight otherwise.
+pub type ChatEdit = Box<dyn FnOnce(&mut ChatSession) -> Result<(), TurnError> + Send>;
+
+/// Commands to the actor (imperative: do this).
+enum Command {
+    /// The push-to-talk key (or button) went down or up.
+    Key(Key),
+    /// Change the conversation; the outcome goes back on the reply channel, and a
+    /// `ContextChanged` event follows.
+    Edit(ChatEdit, oneshot::Sender<Result<(), TurnError>>),
+    /// Send a fresh `ContextChanged` event.
+    Refresh,
+    /// End the session; the actor returns the conversation.
+    Shutdown,
+}
+
+/// The actor is gone (it was shut down, or its task ended).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the voice session has stopped")]
+pub struct VoiceStopped;
+
+/// Commands waiting for the actor. Key presses are tiny and the actor answers each at once;
+/// the bound only matters if it is stuck, and then a press is refused rather than queued
+/// without end.
+const QUEUE: usize = 64;
+
+/// A cheap, cloneable handle to a running voice session.
+#[derive(Clone, Debug)]
+pub struct VoiceHandle {
+    tx: mpsc::Sender<Command>,
+}
+
+impl VoiceHandle {
+    /// The push-to-talk key went down or up. Never waits: callable from a shortcut handler.
+    pub fn key(&self, key: Key) -> Result<(), VoiceStopped> {
+        self.tx.try_send(Command::Key(key)).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(_) => {
+                tracing::warn!("voice session busy: a key event was dropped");
+                VoiceStopped
+            }
+            mpsc::error::TrySendError::Closed(_) => VoiceStopped,
+        })
+    }
+
+    /// Changes the conversation; returns once the change is made (after the turn in flight,
+    /// if any) with its outcome.
+    pub async fn edit(
+        &self,
+        edit: impl FnOnce(&mut ChatSession) -> Result<(), TurnError> + Send + 'static,
+    ) -> Result<(), TurnError> {
+        let (reply, outcome) = oneshot::channel();
+        self.tx
+            .send(Command::Edit(Box::new(edit), reply))
+            .await
+            .map_err(|_| stopped())?;
+        outcome.await.map_err(|_| stopped())?
+    }
+
+    /// Asks for a fresh `ContextChanged` event.
+    pub fn refresh(&self) -> Result<(), VoiceStopped> {
+        self.tx.try_send(Command::Refresh).map_err(|_| VoiceStopped)
+    }
+}
+
+fn stopped() -> TurnError {
+    TurnError::Internal(VoiceStopped.to_string())
+}
+
+/// A running voice session: its handle and its task, which gives the conversation back.
+pub struct VoiceSession {
+    handle: VoiceHandle,
+    task: JoinHandle<ChatSession>,
+}
+
+impl VoiceSession {
+    pub fn handle(&self) -> &VoiceHandle {
+        &self.handle
+    }
+
+    /// Ends the session (a turn in flight is cancelled and recorded as such) and returns the
+    /// conversation.
+    pub async fn shutdown(self) -> Result<ChatSession, VoiceStopped> {
+        let _ = self.handle.tx.send(Command::Shutdown).await;
+        self.task.await.map_err(|_| VoiceStopped)
+    }
+}
+
+/// How the actor listens.
+#[derive(Clone)]
+pub struct ActorOptions {
+    pub mode: PttMode,
+    /// The microphone (id or name); `None`: the default.
+    pub input_device: Option<String>,
+    /// Where utterances come from (the microphone; a script in tests).
+    pub input: Arc<dyn AudioInput>,
+}
+
+/// Starts the voice session actor.
+pub fn spawn(
+    chat: ChatSession,
+    voice: Voice,
+    options: ActorOptions,
+    events: mpsc::UnboundedSender<VoiceEvent>,
+) -> VoiceSession {
+    let (tx, rx) = mpsc::channel(QUEUE);
+    let task = tokio::spawn(actor(chat, voice, options, events, rx));
+    VoiceSession {
+        handle: VoiceHandle { tx },
+        task,
+    }
+}
+
+/// An utterance's 16 kHz samples and, from a live engine, its transcript.
+type Captured = (Vec<f32>, Option<String>);
+
+/// Capture in progress: the pump task and how to stop it.
+struct Listening {
+    stop: CancellationToken,
+    pump: JoinHandle<Result<Captured, TurnError>>,
+}
+
+/// A turn in progress: the task (which owns the conversation meanwhile) and its barge-in token.
+struct Turn {
+    cancel: CancellationToken,
+    task: JoinHandle<ChatSession>,
+}
+
+async fn actor(
+    chat: ChatSession,
+    voice: Voice,
+    options: ActorOptions,
+    events: mpsc::UnboundedSender<VoiceEvent>,
+    mut commands: mpsc::Receiver<Command>,
+) -> ChatSession {
+    let _ = events.send(VoiceEvent::context(&chat));
+    let background: Arc<Notify> = chat.background_signal();
+    let mut chat = Some(chat);
+    let mut edits: Vec<(ChatEdit, oneshot::Sender<Result<(), TurnError>>)> = Vec::new();
+    let mut key = KeyState::default();
+    let mut listening: Option<Listening> = None;
+    let mut turn: Option<Turn> = None;
+    loop {
+        let phase = match (&listening, &turn) {
+            (Some(_), _) => Phase::Listening,
+            (None, Some(_)) => Phase::Thinking,
+            (None, None) => Phase::Idle,
+        };
+        tokio::select! {
+            cmd = commands.recv() => {
+                let k = match cmd {
+                    None | Some(Command::Shutdown) => break,
+                    Some(Command::Edit(edit, reply)) => {
+                        edits.push((edit, reply));
+                        apply_edits(&mut chat, &mut edits, &events);
+                        continue;
+                    }
+                    Some(Command::Refresh) => {
+                        if let Some(c) = &chat {
+                            let _ = events.send(VoiceEvent::context(c));
+                        }
+                        continue;
+                    }
+                    Some(Command::Key(k)) => k,
+                };
+                match decide(options.mode, phase, &mut key, k) {
+                    Action::Nothing => {}
+                    Action::BargeIn => {
+                        if let Some(t) = &turn {
+                            t.cancel.cancel();
+                        }
+                        listening = start_listening(&voice, &options, &events);
+                    }
+                    Action::StartListening => listening = start_listening(&voice, &options, &events),
+                    Action::StopListening => {
+                        let Some(l) = listening.take() else { continue };
+                        let released_at = Instant::now();
+                        l.stop.cancel();
+                        let Some(captured) = captured(l.pump.await, &events, turn.is_none()) else {
+                            continue;
+                        };
+                        // A barged-in turn is still winding down: it gives the conversation back first.
+                        if let Some(t) = turn.take() {
+                            chat = Some(rejoin(t.task.await));
+                        }
+                        let Some(c) = chat.take() else { break };
+                        turn = Some(start_turn(c, voice.clone(), captured, released_at, events.clone()));
+                    }
+                }
+            }
+            // The input ended by itself while the key was held: its device failed or vanished.
+            // Reported at once, not at the release (issue 9).
+            ended = async { listening.as_mut().map(|l| &mut l.pump).expect("guarded").await }, if listening.is_some() => {
+                listening = None;
+                match ended {
+                    Ok(Err(e)) => {
+                        let _ = events.send(VoiceEvent::failed(&e));
+                    }
+                    Ok(Ok(_)) | Err(_) => {
+                        let e = TurnError::Audio(AudioError::input("microphone", "the input ended by itself"));
+                        let _ = events.send(VoiceEvent::failed(&e));
+                    }
+                }
+                if turn.is_none() {
+                    let _ = events.send(VoiceEvent::Idle);
+                }
+            }
+            _ = background.notified(), if chat.is_some() => {
+                if let Some(c) = chat.as_mut() {
+                    match c.poll_background() {
+                        Ok(true) => {
+                            let _ = events.send(VoiceEvent::context(c));
+                        }
+                        Ok(false) => {}
+                        Err(e) => {
+                            let _ = events.send(VoiceEvent::failed(&e));
+                        }
+                    }
+                }
+            }
+            // The `if turn.is_some()` guard makes the `expect` hold.
+            done = async { turn.as_mut().map(|t| &mut t.task).expect("guarded").await }, if turn.is_some() => {
+                turn = None;
+                chat = Some(rejoin(done));
+                apply_edits(&mut chat, &mut edits, &events);
+                if listening.is_none() {
+                    let _ = events.send(VoiceEvent::Idle);
+                }
+            }
+        }
+    }
+    if let Some(l) = listening.take() {
+        l.stop.cancel();
+        let _ = l.pump.await;
+    }
+    if let Some(t) = turn.take() {
+        t.cancel.cancel();
+        chat = Some(rejoin(t.task.await));
+    }
+    // Edits still queued get their answer: the session is gone.
+    for (_, reply) in edits {
+        let _ = reply.send(Err(stopped()));
+    }
+    // The conversation is only ever out of `chat` while a turn task holds it, and every turn
+    // task has been joined back above.
+    chat.expect("the conversation is back from every turn")
+}
+
+/// The captured utterance, or `None` (with the events saying why) when it makes no turn.
+fn captured(
+    pumped: Result<Result<Captured, TurnError>, tokio::task::JoinError>,
+    events: &mpsc::UnboundedSender<VoiceEvent>,
+    idle: bool,
+) -> Option<Captured> {
+    let captured = match pumped {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => {
+            let _ = events.send(VoiceEvent::failed(&e));
+            let _ = events.send(VoiceEvent::Idle);
+            return None;
+        }
+        Err(_) => return None,
+    };
+    if let Err(reason) = check_utterance(&captured.0) {
+        let _ = events.send(VoiceEvent::NoTurn { reason });
+        if idle {
+            let _ = events.send(VoiceEvent::Idle);
+        }
+        return None;
+    }
+    Some(captured)
+}
+
+/// The conversation back from a turn task. A turn catches its own panics (see `answer`)
+/// and is stopped with its cancel token, never aborted, so a join error cannot happen; if
+/// one did, it is passed on rather than silently losing the conversation.
+fn rejoin(joined: Result<ChatSession, tokio::task::JoinError>) -> ChatSession {
+    match joined {
+        Ok(chat) => chat,
+        Err(e) => std::panic::resume_unwind(
+            e.try_into_panic()
+                .unwrap_or_else(|_| Box::new("the voice turn was aborted")),
+        ),
+    }
+}
+
+/// Runs queued edits if the actor holds the conversation, answers each, then reports the
+/// new context.
+fn apply_edits(
+    chat: &mut Option<ChatSession>,
+    edits: &mut Vec<(ChatEdit, oneshot::Sender<Result<(), TurnError>>)>,
+    events: &mpsc::UnboundedSender<VoiceEvent>,
+) {
+    let Some(c) = chat.as_mut() else { return };
+    if edits.is_empty() {
+        return;
+    }
+    for (edit, reply) in edits.drain(..) {
+        let outcome = edit(c);
+        if let Err(e) = &outcome {
+            tracing::warn!("a conversation edit failed: {e}");
+        }
+        let _ = reply.send(outcome);
+    }
+    let _ = events.send(VoiceEvent::context(c));
+}
+
+fn start_listening(
+    voice: &Voice,
+    options: &ActorOptions,
+    events: &mpsc::UnboundedSender<VoiceEvent>,
+) -> Option<Listening> {
+    let input = match options.input.open(options.input_device.as_deref()) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = events.send(VoiceEvent::failed(&TurnError::Audio(e)));
+            let _ = events.send(VoiceEvent::Idle);
+            return None;
+        }
+    };
+    let _ = events.send(VoiceEvent::ListeningStarted { device: input.device() });
+    voice.stt.prepare();
+    let stop = CancellationToken::new();
+    let pump = tokio::spawn(pump(input, voice.clone(), stop.clone(), events.clone()));
+    Some(Listening { stop, pump })
+}
+
+/// Moves captured audio to the live transcriber (if any) and collects it, until stopped
+/// or until the input ends by itself (its device failed).
+async fn pump(
+    mut input: Box<dyn InputStream>,
+    voice: Voice,
+    stop: CancellationToken,
+    events: mpsc::UnboundedSender<VoiceEvent>,
+) -> Result<Captured, TurnError> {
+    let (interim_tx, mut interim_rx) = mpsc::unbounded_channel();
+    let mut live: Option<Box<dyn LiveTranscription>> = voice.stt.live(interim_tx).await?;
+    let mut all = Vec::new();
+    loop {
+        tokio::select! {
+            biased;
+            _ = stop.cancelled() => break,
+            Some(text) = interim_rx.recv() => { let _ = events.send(VoiceEvent::TranscriptInterim { text }); }
+            chunk = input.next_chunk() => {
+                let Some(chunk) = chunk else { break };
+                let _ = events.send(VoiceEvent::Level { rms: input.level() });
+                if let Some(l) = live.as_mut() {
+                    l.send(&chunk).await?;
+                }
+                all.extend(chunk);
+            }
+        }
+    }
+    let ended_by_itself = !stop.is_cancelled();
+    let rest = input.stop().map_err(TurnError::Audio)?;
+    if ended_by_itself {
+        return Err(TurnError::Audio(AudioError::input(
+            "microphone",
+            "the input ended by itself",
+        )));
+    }
+    if let Some(l) = live.as_mut() {
+        l.send(&rest).await?;
+    }
+    all.extend(rest);
+    let transcript = match live {
+        Some(l) if check_utterance(&all).is_ok() => Some(l.finish().await?),
+        _ => None,
+    };
+    Ok((all, transcript))
+}
+
+fn start_turn(
+    mut chat: ChatSession,
+    voice: Voice,
+    (samples, live_transcript): Captured,
+    released_at: Instant,
+    events: mpsc::UnboundedSender<VoiceEvent>,
+) -> Turn {
+    let cancel = CancellationToken::new();
+    let c = cancel.clone();
+    let task = tokio::spawn(async move {
+        if let Err(e) = answer(&mut chat, &voice, &samples, live_transcript, released_at, &c, &events).await {
+            let _ = events.send(VoiceEvent::failed(&e));
+        }
+        chat
+    });
+    Turn { cancel, task }
+}
+
+#[cfg(test)]
+mod tests;

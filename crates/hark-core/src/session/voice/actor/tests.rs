@@ -1,0 +1,244 @@
+//! The actor driven through its handle, with a scripted microphone, model, transcriber and
+//! voice: panics, device failures and stalls, without a sound card or a network.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use super::*;
+use crate::audio::input::{Script, Scripted};
+use crate::audio::playback::{AudioOut, ClockOut, Heard, Tracker};
+use crate::conversation::{HistorySettings, MessageKind};
+use crate::error::ErrorKind;
+use crate::session::voice::{respond, Utterance};
+use crate::store::Store;
+use crate::testing::{speech_samples, Reply, ScriptedModel, ScriptedStt, ToneTts};
+
+struct Rig {
+    session: VoiceSession,
+    model: ScriptedModel,
+    mic: Scripted,
+    events: mpsc::UnboundedReceiver<VoiceEvent>,
+    store: Arc<Store>,
+}
+
+fn rig(transcripts: &[&str]) -> Rig {
+    let store = Arc::new(Store::open_in_memory().unwrap());
+    let model = ScriptedModel::new();
+    let chat = ChatSession::create(
+        store.clone(),
+        Box::new(model.clone()),
+        "Be brief.",
+        HistorySettings::default(),
+    )
+    .unwrap();
+    let voice = Voice {
+        stt: Arc::new(ScriptedStt::new(transcripts)),
+        tts: Arc::new(ToneTts { ms_per_char: 1 }),
+        out: Arc::new(ClockOut::new()),
+    };
+    let mic = Scripted::new();
+    let (tx, events) = mpsc::unbounded_channel();
+    let options = ActorOptions {
+        mode: PttMode::Hold,
+        input_device: None,
+        input: Arc::new(mic.clone()),
+    };
+    Rig {
+        session: spawn(chat, voice, options, tx),
+        model,
+        mic,
+        events,
+        store,
+    }
+}
+
+/// The next event matching `want`, failing after 10 s.
+async fn wait_for(
+    events: &mut mpsc::UnboundedReceiver<VoiceEvent>,
+    what: &str,
+    want: impl Fn(&VoiceEvent) -> bool,
+) -> VoiceEvent {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match tokio::time::timeout_at(deadline, events.recv()).await {
+            Ok(Some(e)) if want(&e) => return e,
+            Ok(Some(_)) => {}
+            Ok(None) => panic!("the actor ended while waiting for {what}"),
+            Err(_) => panic!("timed out waiting for {what}"),
+        }
+    }
+}
+
+/// Holds the key while the scripted microphone delivers `ms` of speech, then releases.
+async fn say(r: &mut Rig, ms: u32) {
+    r.mic.push(Script::Speak(speech_samples(ms)));
+    r.session.handle().key(Key::Press).unwrap();
+    wait_for(&mut r.events, "listening", |e| {
+        matches!(e, VoiceEvent::ListeningStarted { .. })
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(ms as u64 + 60)).await;
+    r.session.handle().key(Key::Release).unwrap();
+}
+
+/// Issue 9: a panic in one turn (here in the model) used to kill the voice actor and lose
+/// the conversation; now that turn fails with an event and the next press works.
+#[tokio::test]
+async fn a_panic_in_one_turn_fails_that_turn_and_the_next_press_works() {
+    let mut r = rig(&["Tell me a story.", "What's my name?"]);
+    r.model.push(Reply::Panic("a provider bug".into()));
+    say(&mut r, 300).await;
+    let failed = wait_for(&mut r.events, "the failure", |e| matches!(e, VoiceEvent::Failed { .. })).await;
+    let VoiceEvent::Failed { kind, message, .. } = failed else {
+        unreachable!()
+    };
+    assert_eq!(kind, ErrorKind::Internal);
+    assert!(message.contains("a provider bug"), "{message}");
+    wait_for(&mut r.events, "idle after the failure", |e| {
+        matches!(e, VoiceEvent::Idle)
+    })
+    .await;
+
+    r.model.push(Reply::text("Your name is Sam."));
+    say(&mut r, 300).await;
+    let done = wait_for(&mut r.events, "the next turn", |e| {
+        matches!(e, VoiceEvent::TurnFinished { .. })
+    })
+    .await;
+    assert!(matches!(done, VoiceEvent::TurnFinished { ref reply, .. } if reply == "Your name is Sam."));
+    wait_for(&mut r.events, "idle", |e| matches!(e, VoiceEvent::Idle)).await;
+
+    let chat = r.session.shutdown().await.unwrap();
+    let record = chat.conversation().record();
+    let kinds: Vec<&str> = record.iter().map(|m| m.kind_name()).collect();
+    assert_eq!(kinds, ["user", "user", "assistant"], "both utterances are kept");
+    assert_eq!(r.store.load_session(chat.id()).unwrap().messages, record);
+    // The second request was valid: one user message (the two merged), not two in a row.
+    let last = r.model.prompts().pop().unwrap();
+    assert_eq!(last.messages.len(), 1);
+}
+
+/// Issue 9: a microphone that vanishes while the key is held is reported at once, not
+/// when the key is released.
+#[tokio::test]
+async fn a_microphone_lost_mid_utterance_is_reported_at_once() {
+    let mut r = rig(&["hello"]);
+    r.mic.push(Script::SpeakThenFail(
+        speech_samples(100),
+        crate::audio::AudioError::input("USB mic", "device disconnected"),
+    ));
+    r.session.handle().key(Key::Press).unwrap();
+    let failed = wait_for(&mut r.events, "the failure", |e| matches!(e, VoiceEvent::Failed { .. })).await;
+    let VoiceEvent::Failed {
+        kind, message, detail, ..
+    } = failed
+    else {
+        unreachable!()
+    };
+    assert_eq!(kind, ErrorKind::Microphone);
+    assert!(message.contains("USB mic"), "{message}");
+    assert_eq!(detail.as_deref(), Some("device disconnected"));
+    wait_for(&mut r.events, "idle", |e| matches!(e, VoiceEvent::Idle)).await;
+    // The key is still held; its release is harmless, and the next press listens again.
+    r.session.handle().key(Key::Release).unwrap();
+    r.model.push(Reply::text("Hi."));
+    say(&mut r, 300).await;
+    wait_for(&mut r.events, "a turn", |e| {
+        matches!(e, VoiceEvent::TurnFinished { .. })
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_microphone_that_cannot_open_fails_the_press_with_its_kind() {
+    let mut r = rig(&["hello"]);
+    r.mic.push(Script::Fail(crate::audio::AudioError::NoInputDevice));
+    r.session.handle().key(Key::Press).unwrap();
+    let failed = wait_for(&mut r.events, "the failure", |e| matches!(e, VoiceEvent::Failed { .. })).await;
+    assert!(
+        matches!(failed, VoiceEvent::Failed { kind: ErrorKind::Microphone, ref next_step, .. } if !next_step.contains("network"))
+    );
+    wait_for(&mut r.events, "idle", |e| matches!(e, VoiceEvent::Idle)).await;
+}
+
+#[tokio::test]
+async fn edits_answer_their_outcome_and_wait_for_the_turn_in_flight() {
+    let mut r = rig(&["hello"]);
+    r.model.push(Reply::Text {
+        text: "One two three four.".into(),
+        delay: Duration::from_millis(50),
+    });
+    say(&mut r, 300).await;
+    wait_for(&mut r.events, "thinking", |e| matches!(e, VoiceEvent::ThinkingStarted)).await;
+    let handle = r.session.handle().clone();
+    // Queued behind the turn; applied when it is done.
+    handle.edit(|chat| Ok(chat.clear()?)).await.unwrap();
+    let chat = r.session.shutdown().await.unwrap();
+    let kinds: Vec<&str> = chat.conversation().record().iter().map(|m| m.kind_name()).collect();
+    assert_eq!(kinds, ["user", "assistant", "context_reset"]);
+    assert!(handle.edit(|_| Ok(())).await.is_err(), "a stopped session says so");
+}
+
+/// An output that accepts audio and never plays it: a device that stalled.
+#[derive(Default)]
+struct StuckOut {
+    tracker: Tracker,
+}
+
+impl AudioOut for StuckOut {
+    fn tracker(&self) -> &Tracker {
+        &self.tracker
+    }
+    fn start_reply(&self) {}
+    fn push(&self, sentence: usize, samples: Vec<f32>, rate: u32) {
+        self.tracker.queue(sentence, samples.len(), rate);
+    }
+    fn flush(&self) -> Heard {
+        self.tracker.heard()
+    }
+    fn is_idle(&self) -> bool {
+        false
+    }
+    fn name(&self) -> String {
+        "stuck speaker".into()
+    }
+}
+
+/// Issue 9: a stalled output device used to keep the turn waiting forever.
+#[tokio::test(start_paused = true)]
+async fn a_stalled_speaker_fails_the_turn_instead_of_waiting_forever() {
+    let store = Arc::new(Store::open_in_memory().unwrap());
+    let model = ScriptedModel::new();
+    model.push(Reply::text("Hello there. How are you?"));
+    let mut chat = ChatSession::create(store, Box::new(model), "", HistorySettings::default()).unwrap();
+    let voice = Voice {
+        stt: Arc::new(ScriptedStt::new(&["hi"])),
+        tts: Arc::new(ToneTts { ms_per_char: 20 }),
+        out: Arc::new(StuckOut::default()),
+    };
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let now = std::time::Instant::now();
+    let u = Utterance {
+        transcript: "hi".into(),
+        released_at: now,
+        transcript_at: now,
+    };
+    let started = tokio::time::Instant::now();
+    let e = respond(&mut chat, &voice, &u, &CancellationToken::new(), &tx)
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Speaker, "{e}");
+    assert!(e.to_string().contains("stuck speaker"), "{e}");
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "it gave up after the stall timeout"
+    );
+    // The reply is recorded, with nothing heard.
+    let MessageKind::Assistant(a) = &chat.conversation().record()[1].kind else {
+        panic!()
+    };
+    assert_eq!(a.generated, "Hello there. How are you?");
+    assert_eq!(a.heard.as_deref(), Some(""));
+}

@@ -1,0 +1,135 @@
+//! Voice turns: transcript → streamed reply → sentences → speech, with barge-in, and the
+//! session actor that serialises push-to-talk.
+//!
+//! # Layout
+//! - this file: the speech parts of a session ([`Voice`]) and what a voice session reports
+//!   ([`VoiceEvent`], past tense) with its per-turn figures ([`TurnMetrics`]).
+//! - `turn`: one spoken turn. [`answer`] transcribes captured audio and [`respond`] speaks
+//!   the reply sentence by sentence; a barge-in stops playback within one audio buffer,
+//!   cancels the model and the voice, and records what was heard (rule 9). A panic inside a
+//!   turn fails that turn only.
+//! - `actor`: the session actor. One task owns capture, the conversation and the pipeline;
+//!   key presses, capture ends, turn completions and edits reach it through a
+//!   [`VoiceHandle`] and are handled in order.
+
+mod actor;
+mod turn;
+
+use std::sync::Arc;
+
+use serde::Serialize;
+
+pub use actor::{spawn, ActorOptions, ChatEdit, VoiceHandle, VoiceSession, VoiceStopped};
+pub use turn::{answer, respond, transcribe, Spoken, Utterance};
+
+use super::{ChatSession, TurnError};
+use crate::audio::playback::AudioOut;
+use crate::conversation::PanelView;
+use crate::error::ErrorKind;
+use crate::session::ptt::NoTurn;
+use crate::stt::Transcriber;
+use crate::tts::Synthesizer;
+
+/// The speech parts of a session.
+#[derive(Clone)]
+pub struct Voice {
+    pub stt: Arc<dyn Transcriber>,
+    pub tts: Arc<dyn Synthesizer>,
+    pub out: Arc<dyn AudioOut>,
+}
+
+/// Latency figures of one voice turn, in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct TurnMetrics {
+    /// Release → final transcript.
+    pub transcript_ms: Option<u64>,
+    /// Request → first token.
+    pub first_token_ms: Option<u64>,
+    /// First sentence ready → first byte of its audio.
+    pub first_audio_byte_ms: Option<u64>,
+    /// Release → first reply sample handed to the speaker.
+    pub first_audio_out_ms: Option<u64>,
+}
+
+/// What the UI hears from a voice session (past tense: these happened).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum VoiceEvent {
+    /// The microphone is open: speak now.
+    ListeningStarted {
+        /// The microphone's name.
+        device: String,
+    },
+    /// Input level, about every 20 ms while listening.
+    Level {
+        rms: f32,
+    },
+    /// Live transcript so far (streaming engines only).
+    TranscriptInterim {
+        text: String,
+    },
+    TranscriptFinal {
+        text: String,
+    },
+    /// The utterance did not make a turn.
+    NoTurn {
+        reason: NoTurn,
+    },
+    ThinkingStarted,
+    ReplyDelta {
+        text: String,
+    },
+    SpeakingStarted,
+    /// The model called a tool, which is running ("checking the time…").
+    ToolStarted {
+        name: String,
+    },
+    /// A tool call settled: `state` is "done", "error" or "cancelled".
+    ToolFinished {
+        name: String,
+        state: String,
+    },
+    /// Barge-in: what was heard of the reply and what had been generated.
+    ReplyInterrupted {
+        heard: String,
+        generated: String,
+        heard_ms: u64,
+    },
+    TurnFinished {
+        reply: String,
+        metrics: TurnMetrics,
+    },
+    /// The record or the context changed: the history panel's new view.
+    ContextChanged {
+        panel: Box<PanelView>,
+    },
+    /// Something failed; the conversation is kept. `message` is in plain words, `detail`
+    /// what the library or server said (for a "details" disclosure and the log).
+    Failed {
+        kind: ErrorKind,
+        message: String,
+        next_step: String,
+        detail: Option<String>,
+    },
+    /// Ready for the next press.
+    Idle,
+}
+
+impl VoiceEvent {
+    /// The panel event for a conversation as it stands.
+    pub fn context(chat: &ChatSession) -> Self {
+        VoiceEvent::ContextChanged {
+            panel: Box::new(PanelView::of(chat.conversation())),
+        }
+    }
+
+    /// The failure event for a turn's error.
+    pub fn failed(e: &TurnError) -> Self {
+        VoiceEvent::Failed {
+            kind: e.kind(),
+            message: e.to_string(),
+            next_step: e.next_step().into(),
+            detail: e.detail(),
+        }
+    }
+}

@@ -1,0 +1,372 @@
+//! One spoken turn: [`answer`] turns captured audio into a transcript, [`respond`] speaks
+//! the reply as it streams. Reply tokens go through the sentence splitter; each sentence is
+//! synthesised and queued for playback as soon as it is complete, at most about a second
+//! ahead of what is playing. Cancelling the barge-in token interrupts it at any point.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures_util::FutureExt;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::{TurnMetrics, Voice, VoiceEvent};
+use crate::audio::playback::{AudioOut, Heard};
+use crate::audio::AudioError;
+use crate::conversation::MessageKind;
+use crate::provider::{ErrorKind, ProviderError};
+use crate::session::ptt::NoTurn;
+use crate::session::sentences::SentenceSplitter;
+use crate::session::{ChatSession, TurnError, TurnEvent};
+use crate::stt::Transcriber;
+use crate::tts::{AudioChunk, Synthesizer};
+
+/// A transcript ready to answer, with its timing.
+#[derive(Debug, Clone)]
+pub struct Utterance {
+    pub transcript: String,
+    /// When the push-to-talk key was released.
+    pub released_at: Instant,
+    /// When the final transcript was there.
+    pub transcript_at: Instant,
+}
+
+/// How a spoken reply ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Spoken {
+    pub reply_id: String,
+    pub generated: String,
+    pub heard: Heard,
+    pub interrupted: bool,
+    pub metrics: TurnMetrics,
+}
+
+fn ms(from: Instant, to: Instant) -> u64 {
+    to.saturating_duration_since(from).as_millis() as u64
+}
+
+/// Transcribes a whole utterance (engines without a live mode, and `hark talk --wav`).
+pub async fn transcribe(stt: &dyn Transcriber, samples: &[f32]) -> Result<String, ProviderError> {
+    Ok(stt.transcribe(samples).await?.trim().to_string())
+}
+
+/// How much unplayed audio the synthesiser may queue before it waits.
+const LOOKAHEAD_MS: u64 = 1_000;
+
+/// Timestamps the speaking task shares with the turn.
+#[derive(Default)]
+struct Timing {
+    first_sentence: Option<Instant>,
+    first_byte: Option<Instant>,
+}
+
+/// Speaks sentences as they arrive: synthesise, queue for playback, next.
+async fn speak(
+    tts: Arc<dyn Synthesizer>,
+    out: Arc<dyn AudioOut>,
+    mut sentences: mpsc::UnboundedReceiver<String>,
+    timing: Arc<Mutex<Timing>>,
+    events: mpsc::UnboundedSender<VoiceEvent>,
+) -> Result<(), ProviderError> {
+    let mut started = false;
+    while let Some(sentence) = sentences.recv().await {
+        // Stay about a second ahead of playback, no more: synthesis is faster than speech,
+        // and audio synthesised past a barge-in is paid for and never heard. The wait is
+        // computed from what is queued, not polled.
+        loop {
+            let queued = out.queued_ms();
+            if queued <= LOOKAHEAD_MS {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(queued - LOOKAHEAD_MS)).await;
+        }
+        let idx = out.begin_sentence(&sentence);
+        let (tx, mut rx) = mpsc::unbounded_channel::<AudioChunk>();
+        let synth = tts.synthesize(&sentence, &tx);
+        tokio::pin!(synth);
+        let mut push = |chunk: AudioChunk| {
+            timing
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .first_byte
+                .get_or_insert_with(Instant::now);
+            if !started {
+                started = true;
+                let _ = events.send(VoiceEvent::SpeakingStarted);
+            }
+            out.push(idx, chunk.samples, chunk.rate);
+        };
+        let result = loop {
+            tokio::select! {
+                Some(chunk) = rx.recv() => push(chunk),
+                r = &mut synth => break r,
+            }
+        };
+        while let Ok(chunk) = rx.try_recv() {
+            push(chunk);
+        }
+        out.end_sentence(idx);
+        result?;
+    }
+    Ok(())
+}
+
+/// Answers a transcript aloud. Cancelling `barge_in` interrupts it at any point.
+pub async fn respond(
+    chat: &mut ChatSession,
+    voice: &Voice,
+    utterance: &Utterance,
+    barge_in: &CancellationToken,
+    events: &mpsc::UnboundedSender<VoiceEvent>,
+) -> Result<Spoken, TurnError> {
+    voice.out.start_reply();
+    let timing = Arc::new(Mutex::new(Timing::default()));
+    let (sentence_tx, sentence_rx) = mpsc::unbounded_channel::<String>();
+    let mut speaking = tokio::spawn(speak(
+        voice.tts.clone(),
+        voice.out.clone(),
+        sentence_rx,
+        timing.clone(),
+        events.clone(),
+    ));
+    let record_len = chat.conversation().record().len();
+    let _ = events.send(VoiceEvent::ThinkingStarted);
+
+    let mut splitter = SentenceSplitter::new();
+    let queue = |s: String| {
+        timing
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .first_sentence
+            .get_or_insert_with(Instant::now);
+        let _ = sentence_tx.send(s);
+    };
+    let sent = chat
+        .send(&utterance.transcript, barge_in, |e| {
+            match e {
+                TurnEvent::Delta(d) => {
+                    for s in splitter.push(&d) {
+                        queue(s);
+                    }
+                    let _ = events.send(VoiceEvent::ReplyDelta { text: d });
+                }
+                TurnEvent::ToolStarted { call } => {
+                    // What was said before the call is spoken while the tool runs.
+                    if let Some(rest) = splitter.finish() {
+                        queue(rest);
+                    }
+                    let _ = events.send(VoiceEvent::ToolStarted { name: call.name });
+                }
+                TurnEvent::ToolFinished { name, state, .. } => {
+                    let state = serde_json::to_value(state)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default();
+                    let _ = events.send(VoiceEvent::ToolFinished { name, state });
+                }
+                TurnEvent::UserRecorded(_) => {}
+            }
+        })
+        .await;
+    let failure = match sent {
+        Ok(_) => {
+            if let Some(rest) = splitter.finish() {
+                queue(rest);
+            }
+            None
+        }
+        Err(TurnError::Provider(e)) if e.kind == ErrorKind::Cancelled => None,
+        Err(e) => Some(e),
+    };
+    drop(sentence_tx);
+    let _ = events.send(VoiceEvent::context(chat));
+
+    // Speak to the end, unless the user barges in.
+    let mut tts_error = None;
+    let mut out_error = None;
+    if failure.is_none() && !barge_in.is_cancelled() {
+        tokio::select! {
+            r = &mut speaking => {
+                if let Ok(Err(e)) = r {
+                    tts_error = Some(e);
+                }
+            }
+            _ = barge_in.cancelled() => {}
+        }
+        if tts_error.is_none() {
+            out_error = played_out(voice.out.as_ref(), barge_in).await.err();
+        }
+    }
+    let interrupted = barge_in.is_cancelled();
+    let heard = if interrupted || failure.is_some() || tts_error.is_some() || out_error.is_some() {
+        voice.out.flush()
+    } else {
+        voice.out.heard()
+    };
+    speaking.abort();
+    if let Some(e) = failure {
+        return Err(e);
+    }
+
+    // This turn's reply (recorded by `send`, complete or cut): its last model response.
+    let reply = chat.conversation().record()[record_len..]
+        .iter()
+        .rev()
+        .find(|m| matches!(m.kind, MessageKind::Assistant(_)))
+        .cloned()
+        .ok_or_else(|| ProviderError::new("voice", ErrorKind::InvalidResponse, "the turn recorded no reply"))?;
+    let MessageKind::Assistant(a) = &reply.kind else {
+        unreachable!("filtered to assistant messages above")
+    };
+    let t = timing.lock().unwrap_or_else(|p| p.into_inner());
+    let metrics = TurnMetrics {
+        transcript_ms: Some(ms(utterance.released_at, utterance.transcript_at)),
+        first_token_ms: a.latency.and_then(|l| l.first_token_ms),
+        first_audio_byte_ms: t.first_sentence.zip(t.first_byte).map(|(s, b)| ms(s, b)),
+        first_audio_out_ms: voice.out.first_sample_at().map(|f| ms(utterance.released_at, f)),
+    };
+    drop(t);
+    chat.edit_reply(&reply.id, |a| {
+        let l = a.latency.get_or_insert_with(Default::default);
+        l.transcript_ms = metrics.transcript_ms;
+        l.first_audio_byte_ms = metrics.first_audio_byte_ms;
+        l.first_audio_out_ms = metrics.first_audio_out_ms;
+    })?;
+    if interrupted {
+        chat.mark_interrupted(&reply.id, &heard.text, heard.ms)?;
+        let _ = events.send(VoiceEvent::ReplyInterrupted {
+            heard: heard.text.clone(),
+            generated: a.generated.clone(),
+            heard_ms: heard.ms,
+        });
+    } else if let Some(e) = tts_error {
+        let e = TurnError::Provider(e);
+        let _ = events.send(VoiceEvent::failed(&e));
+    }
+    if let Some(e) = out_error {
+        // The reply is recorded; what was heard of it, too. The turn fails for the speaker.
+        chat.mark_interrupted(&reply.id, &heard.text, heard.ms)?;
+        let _ = events.send(VoiceEvent::context(chat));
+        return Err(TurnError::Audio(e));
+    }
+    let _ = events.send(VoiceEvent::context(chat));
+    let _ = events.send(VoiceEvent::TurnFinished {
+        reply: a.generated.clone(),
+        metrics,
+    });
+    Ok(Spoken {
+        reply_id: reply.id,
+        generated: a.generated.clone(),
+        heard,
+        interrupted,
+        metrics,
+    })
+}
+
+/// How long the speaker may play nothing while audio is queued before the turn fails.
+const STALL_AFTER: Duration = Duration::from_secs(5);
+
+/// Waits until everything queued has been played, the user barges in, or the output
+/// stalls (a device that stopped consuming audio must fail the turn, not hang it: issue 9).
+async fn played_out(out: &dyn AudioOut, barge_in: &CancellationToken) -> Result<(), AudioError> {
+    // tokio's clock, so tests can run this under `tokio::time::pause()`.
+    let mut last = out.heard().ms;
+    let mut still_since = tokio::time::Instant::now();
+    while !barge_in.is_cancelled() && !out.is_idle() {
+        // Sleep about as long as the queue lasts (at least 5 ms, at most a second), so a
+        // five-second reply costs a handful of wake-ups rather than a thousand.
+        let wait = Duration::from_millis(out.queued_ms().clamp(5, 1_000));
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = barge_in.cancelled() => break,
+        }
+        let played = out.heard().ms;
+        if played != last {
+            last = played;
+            still_since = tokio::time::Instant::now();
+        } else if out.queued_ms() > 0 && still_since.elapsed() >= STALL_AFTER {
+            return Err(AudioError::Stalled {
+                device: out.name(),
+                secs: STALL_AFTER.as_secs(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Answers captured audio aloud: the final transcript (from the live session, or by
+/// transcribing the samples), then [`respond`]. `Ok(None)` when no words were heard (a
+/// `NoTurn` event says so).
+///
+/// A panic anywhere in the turn fails this turn only: the error says so, playback stops,
+/// and the conversation is reloaded from the store, which holds everything committed (the
+/// in-memory copy may be half-updated). The next press works as before (issue 9).
+pub async fn answer(
+    chat: &mut ChatSession,
+    voice: &Voice,
+    samples: &[f32],
+    live_transcript: Option<String>,
+    released_at: Instant,
+    barge_in: &CancellationToken,
+    events: &mpsc::UnboundedSender<VoiceEvent>,
+) -> Result<Option<Spoken>, TurnError> {
+    // AssertUnwindSafe: after a panic nothing of the turn's state is used again; the
+    // conversation is rebuilt from SQLite and the output is flushed.
+    let turn = AssertUnwindSafe(answer_unguarded(
+        chat,
+        voice,
+        samples,
+        live_transcript,
+        released_at,
+        barge_in,
+        events,
+    ))
+    .catch_unwind()
+    .await;
+    match turn {
+        Ok(result) => result,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".into());
+            tracing::error!("a voice turn panicked: {what}");
+            voice.out.flush();
+            chat.reload()?;
+            let _ = events.send(VoiceEvent::context(chat));
+            Err(TurnError::Internal(what))
+        }
+    }
+}
+
+async fn answer_unguarded(
+    chat: &mut ChatSession,
+    voice: &Voice,
+    samples: &[f32],
+    live_transcript: Option<String>,
+    released_at: Instant,
+    barge_in: &CancellationToken,
+    events: &mpsc::UnboundedSender<VoiceEvent>,
+) -> Result<Option<Spoken>, TurnError> {
+    let transcript = match live_transcript {
+        Some(t) => t.trim().to_string(),
+        None => transcribe(voice.stt.as_ref(), samples).await?,
+    };
+    if transcript.is_empty() {
+        let _ = events.send(VoiceEvent::NoTurn {
+            reason: NoTurn::NoWords,
+        });
+        return Ok(None);
+    }
+    let _ = events.send(VoiceEvent::TranscriptFinal {
+        text: transcript.clone(),
+    });
+    let u = Utterance {
+        transcript,
+        released_at,
+        transcript_at: Instant::now(),
+    };
+    respond(chat, voice, &u, barge_in, events).await.map(Some)
+}

@@ -1,0 +1,159 @@
+//! In-process stand-ins for the model, the transcriber and the voice, for tests and
+//! benchmarks that exercise Hark's own scheduling (the voice actor, barge-in, panics,
+//! stalls) without sockets, so they can run under `tokio::time::pause()`.
+//!
+//! The wire formats are tested elsewhere, against loopback servers (`hark-e2e`).
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio::sync::mpsc;
+
+use crate::conversation::Prompt;
+use crate::provider::{ChatModel, Completion, DeltaSink, ErrorKind, ProviderError, ReportedUsage};
+use crate::stt::Transcriber;
+use crate::tts::{AudioChunk, Synthesizer};
+
+/// What the scripted model does with its next request.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// Streams this text word by word, `delay` before each word.
+    Text { text: String, delay: Duration },
+    /// Panics (a bug in a provider, for the tests that prove a turn survives one).
+    Panic(String),
+    /// Fails with this error before streaming anything.
+    Fail(ErrorKind, String),
+}
+
+impl Reply {
+    /// Streams `text` at once.
+    pub fn text(text: &str) -> Self {
+        Reply::Text {
+            text: text.into(),
+            delay: Duration::ZERO,
+        }
+    }
+}
+
+/// A chat model that replies from a script (and "Okay." when the script is empty), and
+/// records every prompt it was sent.
+#[derive(Clone, Default)]
+pub struct ScriptedModel {
+    script: Arc<Mutex<VecDeque<Reply>>>,
+    prompts: Arc<Mutex<Vec<Prompt>>>,
+}
+
+impl ScriptedModel {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Queues the reply to the next request.
+    pub fn push(&self, r: Reply) {
+        self.script.lock().unwrap_or_else(|p| p.into_inner()).push_back(r);
+    }
+
+    /// Every prompt sent so far.
+    pub fn prompts(&self) -> Vec<Prompt> {
+        self.prompts.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+#[async_trait]
+impl ChatModel for ScriptedModel {
+    fn provider(&self) -> &'static str {
+        "scripted"
+    }
+
+    fn model(&self) -> &str {
+        "scripted"
+    }
+
+    async fn stream(&self, prompt: &Prompt, on_delta: &DeltaSink) -> Result<Completion, ProviderError> {
+        self.prompts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(prompt.clone());
+        let next = self.script.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
+        let (text, delay) = match next.unwrap_or_else(|| Reply::text("Okay.")) {
+            Reply::Text { text, delay } => (text, delay),
+            Reply::Panic(what) => panic!("{what}"),
+            Reply::Fail(kind, message) => return Err(ProviderError::new("scripted", kind, message)),
+        };
+        let mut sent = String::new();
+        for (i, word) in text.split(' ').enumerate() {
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
+            let piece = if i == 0 { word.to_string() } else { format!(" {word}") };
+            sent.push_str(&piece);
+            let _ = on_delta.send(piece);
+        }
+        Ok(Completion {
+            text: sent,
+            usage: ReportedUsage {
+                input_tokens: Some(prompt.estimated_tokens),
+                output_tokens: Some(text.split_whitespace().count() as u32),
+            },
+            stop_reason: Some("stop".into()),
+            ..Default::default()
+        })
+    }
+}
+
+/// A transcriber that hears the next transcript of its list in any audio (the last one
+/// again once the list is used up).
+#[derive(Clone)]
+pub struct ScriptedStt {
+    transcripts: Arc<Mutex<VecDeque<String>>>,
+}
+
+impl ScriptedStt {
+    pub fn new(transcripts: &[&str]) -> Self {
+        Self {
+            transcripts: Arc::new(Mutex::new(transcripts.iter().map(|t| t.to_string()).collect())),
+        }
+    }
+}
+
+#[async_trait]
+impl Transcriber for ScriptedStt {
+    fn name(&self) -> &'static str {
+        "scripted"
+    }
+
+    async fn transcribe(&self, _audio: &[f32]) -> Result<String, ProviderError> {
+        let mut t = self.transcripts.lock().unwrap_or_else(|p| p.into_inner());
+        let next = if t.len() > 1 { t.pop_front() } else { t.front().cloned() };
+        Ok(next.unwrap_or_default())
+    }
+}
+
+/// A voice that "speaks" a quiet tone of `ms_per_char` per character, at 16 kHz.
+#[derive(Debug, Clone, Copy)]
+pub struct ToneTts {
+    pub ms_per_char: u32,
+}
+
+#[async_trait]
+impl Synthesizer for ToneTts {
+    fn name(&self) -> &'static str {
+        "tone"
+    }
+
+    async fn synthesize(&self, text: &str, out: &mpsc::UnboundedSender<AudioChunk>) -> Result<(), ProviderError> {
+        let n = text.chars().count() * self.ms_per_char as usize * 16;
+        let _ = out.send(AudioChunk {
+            samples: vec![0.01; n.max(16)],
+            rate: 16_000,
+        });
+        Ok(())
+    }
+}
+
+/// Speech for a scripted microphone: `ms` of a tone loud enough to make a turn.
+pub fn speech_samples(ms: u32) -> Vec<f32> {
+    (0..ms as usize * 16).map(|i| 0.2 * ((i as f32) * 0.05).sin()).collect()
+}
