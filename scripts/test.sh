@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# The whole test suite on a fresh machine: installs what it needs (apt packages, the
-# offline models), checks formatting and lints, then runs every test with a private,
-# unlocked Secret Service (gnome-keyring on a private D-Bus session), a private PulseAudio
-# with a virtual speaker and microphone, and a virtual display (Xvfb) for the app's
-# WebDriver tests, so they use the real OS keychain, real audio devices and the real window
-# without touching yours.
+# The whole test suite on a fresh machine: installs what it needs (apt packages, the UI's
+# npm packages, tauri-driver, the offline models), checks the UI (types, lint, format) and
+# the Rust (fmt, clippy, the generated bindings), then runs every test — the ones a plain
+# `cargo test` leaves out as `#[ignore]`d included — with a private, unlocked Secret
+# Service (gnome-keyring on a private D-Bus session), a private PulseAudio with a virtual
+# speaker and microphone, and a virtual display (Xvfb) for the app's WebDriver tests, so
+# they use the real OS keychain, real audio devices and the real window without touching
+# yours. Every test runs for real here: one whose environment is missing fails.
+# Extra arguments go to the test binaries (e.g. a test name filter).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROOT=$PWD
+export CI=true
 
 scripts/install-deps.sh
 # Models live outside the clone too (1.3 GB; fetched once, checked against their pins).
@@ -19,13 +22,15 @@ export CARGO_HOME="${CARGO_HOME:-$HOME/.cargo}"
 export RUSTUP_HOME="${RUSTUP_HOME:-$HOME/.rustup}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 
-echo "== ui: typecheck and build"
-(cd ui && npm ci --no-audit --no-fund --silent && npm run build --silent)
+echo "== ui: types, lint, format, build"
+(cd ui && npm ci --no-audit --no-fund --silent && npm run lint --silent && npm run build --silent)
 
 echo "== cargo fmt --check"
 cargo fmt --all --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== the window's bindings match the Rust types"
+cargo test --locked -p hark-app --lib bindings -- --exact commands::tests::bindings_match_the_rust_commands_and_types
 echo "== build"
 cargo test --workspace --locked --no-run
 cargo build --workspace --locked
@@ -45,5 +50,5 @@ HOME="$SANDBOX/home" XDG_RUNTIME_DIR="$SANDBOX/run" XDG_DATA_HOME="$SANDBOX/home
     printf %s hark-test-keyring | gnome-keyring-daemon --unlock --components=secrets >/dev/null
     eval "$(scripts/virtual-audio.sh start "$0/audio")"
     trap "scripts/virtual-audio.sh stop" EXIT
-    cargo test --workspace --locked "$@"
+    cargo test --workspace --locked -- --include-ignored "$@"
   ' "$SANDBOX" "$@"

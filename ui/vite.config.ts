@@ -1,7 +1,18 @@
+import { svelte } from "@sveltejs/vite-plugin-svelte";
 import { defineConfig } from "vite";
 
-// The webview loads the built files from ui/dist (tauri.conf.json → build.frontendDist).
+// Two pages: the main window and the overlay. A release build embeds ui/dist
+// (tauri.conf.json → build.frontendDist); `npm run dev` serves them with hot reload for
+// a debug app built without the `custom-protocol` feature (scripts/dev.sh).
 export default defineConfig({
-  build: { outDir: "dist", emptyOutDir: true, target: "safari15", sourcemap: false },
+  plugins: [svelte()],
+  build: {
+    outDir: "dist",
+    emptyOutDir: true,
+    target: "safari15",
+    sourcemap: false,
+    rollupOptions: { input: { main: "index.html", overlay: "overlay.html" } },
+  },
+  server: { port: 5173, strictPort: true },
   clearScreen: false,
 });

@@ -1,246 +1,302 @@
 //! # Hark desktop app
 //!
-//! A thin Tauri adapter over `hark-core`: commands take `State`, call one core method and
-//! map the error to `{kind, message}`; the voice session's events stream to the webview over
-//! one `tauri::ipc::Channel`; the global push-to-talk shortcut is handled here, in Rust.
+//! A thin Tauri adapter over `hark-core` that lives in the tray: one instance, a window that
+//! hides when closed, a global push-to-talk shortcut handled in Rust, a status that the
+//! window, the tray and the overlay share, and a log a user can find.
 //!
 //! # Layout
-//! - `lib.rs`: app state, setup (plugins, shortcut, first session), the event forwarder.
-//! - `commands.rs`: the commands the webview may call (each permissioned in `build.rs`).
-//! - `runtime.rs`: building the model, speech pipeline and voice actor from the settings.
+//! - `lib.rs`: start-up (arguments, logging, plugins, the fatal start-up problems), the
+//!   second-launch handling, the window's close-to-tray.
+//! - `state.rs`: what everything shares, the status line, key events.
+//! - `runtime.rs`: starting a session from the settings (downloads first, with progress).
+//! - `commands/`: the commands the windows may call (each permissioned in `build.rs`,
+//!   typed for the window by tauri-specta).
+//! - `events.rs`: what the windows hear, and the status derived from it.
 //! - `settings.rs`: the settings file (no keys, ever).
-//! - `error.rs`: the command error.
+//! - `tray.rs`, `overlay.rs`, `shortcut.rs`, `update.rs`, `logging.rs`: the tray, the
+//!   overlay window, the global shortcut, updates, the log file.
+//! - `error.rs`: the command error (the core's error kind, with its title and next step).
 
 mod commands;
 mod error;
+mod events;
+mod logging;
+mod overlay;
 mod runtime;
 mod settings;
+mod shortcut;
+mod state;
+mod tray;
+mod update;
 
-use std::sync::{Arc, Mutex};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use hark_core::conversation::PanelView;
-use hark_core::secrets::Keychain;
+use hark_core::error::ErrorKind;
 use hark_core::session::ptt::Key;
-use hark_core::session::voice::{VoiceCommand, VoiceEvent};
-use hark_core::store::Store;
-use tauri::ipc::Channel;
+use hark_core::store::{Store, StoreError};
 use tauri::Manager;
-use tokio::sync::mpsc;
 
 use crate::error::CommandError;
-use crate::runtime::Runtime;
+use crate::events::Status;
+use crate::runtime::Forwarder;
 use crate::settings::AppSettings;
+use crate::state::{lock, AppState, Fatal};
 
-/// Everything the commands share.
-pub struct AppState {
-    store: Arc<Store>,
-    keychain: Keychain,
-    /// std Mutex: only read or replaced, never held across an await.
-    settings: Mutex<AppSettings>,
-    /// The running session; a tokio Mutex because switching sessions awaits the old actor.
-    runtime: tokio::sync::Mutex<Option<Runtime>>,
-    /// The running actor's command sender, for the shortcut handler and `ptt` (which must not
-    /// wait behind a session switch).
-    commands: Mutex<Option<mpsc::UnboundedSender<VoiceCommand>>>,
-    /// Every actor sends its events here; the forwarder passes them to the webview.
-    events: mpsc::UnboundedSender<VoiceEvent>,
-    /// Where the webview listens (set by `subscribe`).
-    channel: Arc<Mutex<Option<Channel<VoiceEvent>>>>,
-    /// The newest history-panel view, for `app_state`.
-    panel: Arc<Mutex<Option<Box<PanelView>>>>,
-    /// The model download in progress, if any (for a window that opens mid-download).
-    progress: Arc<Mutex<Option<VoiceEvent>>>,
-    /// Setup problems to show as banners (missing model, no speaker, shortcut taken).
-    problems: Mutex<Vec<CommandError>>,
+pub use commands::{bindings, BINDINGS};
+
+/// The command line: `--hidden` starts in the tray, `--toggle` presses push-to-talk in the
+/// running instance (starting one, hidden, if none runs). A second launch hands its
+/// arguments to the running instance and exits 0.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Args {
+    hidden: bool,
+    toggle: bool,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // The guarded values are plain data replaced whole; a poisoned lock still holds a
-    // consistent value.
-    m.lock().unwrap_or_else(|p| p.into_inner())
+impl Args {
+    fn parse<S: AsRef<str>>(argv: impl IntoIterator<Item = S>) -> Self {
+        let mut a = Args::default();
+        for arg in argv.into_iter().skip(1) {
+            match arg.as_ref() {
+                "--hidden" => a.hidden = true,
+                "--toggle" => a.toggle = true,
+                _ => {}
+            }
+        }
+        a
+    }
 }
 
-impl AppState {
-    /// Sends a command to the running session, if there is one.
-    fn send(&self, cmd: VoiceCommand) -> Result<(), CommandError> {
-        match lock(&self.commands).as_ref() {
-            Some(tx) if tx.send(cmd).is_ok() => Ok(()),
-            _ => Err(CommandError::new("session", "no session is running")),
+/// The database's path: `HARK_DB`, or the platform's data directory.
+fn db_path() -> PathBuf {
+    std::env::var_os("HARK_DB")
+        .map(PathBuf::from)
+        .unwrap_or_else(hark_core::store::default_db_path)
+}
+
+/// Keeps an unusable database, renamed with its WAL files, so Hark can start fresh.
+pub(crate) fn set_aside(db: &Path) -> std::io::Result<PathBuf> {
+    let stamp = chrono::Utc::now().format("%Y%m%d-%H%M%S");
+    let aside = PathBuf::from(format!("{}.broken-{stamp}", db.display()));
+    std::fs::rename(db, &aside)?;
+    for ext in ["-wal", "-shm"] {
+        let side = PathBuf::from(format!("{}{ext}", db.display()));
+        if side.exists() {
+            let _ = std::fs::rename(&side, format!("{}{ext}", aside.display()));
         }
     }
-
-    /// Push-to-talk from the button or the global shortcut.
-    fn key(&self, pressed: bool) -> Result<(), CommandError> {
-        self.send(VoiceCommand::Key(if pressed { Key::Press } else { Key::Release }))
-    }
-
-    /// Stops the running session (if any) and starts `session` (`None`: a new one).
-    async fn switch(&self, session: Option<String>) -> Result<String, CommandError> {
-        // Fetch what the settings need first, without holding the runtime: the window
-        // stays responsive (and shows the progress) during a first-run download.
-        let wanted = lock(&self.settings).clone();
-        runtime::fetch_models(&wanted, &self.keychain, &self.events).await?;
-        let mut rt = self.runtime.lock().await;
-        if let Some(old) = rt.take() {
-            let _ = old.commands.send(VoiceCommand::Shutdown);
-            let _ = old.task.await;
-        }
-        *lock(&self.commands) = None;
-        let settings = lock(&self.settings).clone();
-        let (new, problems) = runtime::start(
-            &self.store,
-            &settings,
-            &self.keychain,
-            session.as_deref(),
-            self.events.clone(),
-        )
-        .await?;
-        let id = new.session_id.clone();
-        *lock(&self.commands) = Some(new.commands.clone());
-        *rt = Some(new);
-        *lock(&self.problems) = problems;
-        let mut s = lock(&self.settings);
-        s.last_session = Some(id.clone());
-        let _ = settings::save(&s);
-        Ok(id)
-    }
+    Ok(aside)
 }
 
-/// Registers the push-to-talk shortcut; returns a problem to show when the system refuses it.
-fn register_shortcut(app: &tauri::AppHandle, shortcut: &str) -> Option<CommandError> {
-    use tauri_plugin_global_shortcut::GlobalShortcutExt;
-    let gs = app.global_shortcut();
-    let _ = gs.unregister_all();
-    gs.register(shortcut).err().map(|e| {
-        CommandError::new(
-            "shortcut",
-            format!("the shortcut {shortcut} is not available ({e}); use the button"),
-        )
-    })
+/// Starts (or restarts) a session in the background; a failure shows in the status line
+/// and a banner.
+pub(crate) fn start_session(app: &tauri::AppHandle, session: Option<String>) {
+    let app = app.clone();
+    tauri::async_runtime::spawn(async move {
+        if let Err(e) = runtime::switch(&app, session).await {
+            app.state::<AppState>().problem(e);
+        }
+    });
+}
+
+/// What a fatal start-up problem means for the window: what, where, what next.
+fn fatal_status(fatal: &Fatal, message: String) -> Status {
+    let (kind, path, next) = match fatal {
+        Fatal::Database(p) => (
+            ErrorKind::Storage,
+            p,
+            "open the folder to look at it, or start with a fresh database (the old file is kept, renamed)",
+        ),
+        Fatal::Settings(p) => (
+            ErrorKind::Settings,
+            p,
+            "open the folder to look at it, or start with default settings (the old file is kept, renamed)",
+        ),
+    };
+    Status::Fatal {
+        problem: CommandError::new(kind, message).with_next_step(next),
+        path: path.display().to_string(),
+    }
 }
 
 pub fn run() {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("HARK_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .init();
-    let result = tauri::Builder::default()
+    let args = Args::parse(std::env::args());
+    let (settings, settings_error) = match settings::load() {
+        Ok(s) => (s, None),
+        Err(e) => (AppSettings::default(), Some(e)),
+    };
+    let logs = logging::init(settings.log_level);
+    tracing::info!(version = env!("CARGO_PKG_VERSION"), ?args, "Hark starts");
+    let commands = commands::builder();
+    let mut builder = tauri::Builder::default()
+        // First: a second launch must reach the running instance before anything else.
+        .plugin(tauri_plugin_single_instance::init(|app, argv, _cwd| {
+            let args = Args::parse(&argv);
+            tracing::info!(?args, "a second launch");
+            if args.toggle {
+                app.state::<AppState>().toggle();
+            } else {
+                tray::show_main(app);
+            }
+        }))
         .plugin(tauri_plugin_dialog::init())
+        .plugin(tauri_plugin_opener::init())
+        .plugin(tauri_plugin_autostart::init(
+            tauri_plugin_autostart::MacosLauncher::LaunchAgent,
+            Some(vec!["--hidden"]),
+        ))
+        .plugin(
+            tauri_plugin_window_state::Builder::default()
+                // Whether the window shows is --hidden's and the setting's to say.
+                .with_state_flags(
+                    tauri_plugin_window_state::StateFlags::all() - tauri_plugin_window_state::StateFlags::VISIBLE,
+                )
+                .with_denylist(&["overlay"])
+                .build(),
+        )
         .plugin(
             tauri_plugin_global_shortcut::Builder::new()
                 .with_handler(|app, _shortcut, event| {
                     use tauri_plugin_global_shortcut::ShortcutState;
-                    let pressed = event.state() == ShortcutState::Pressed;
-                    let _ = app.state::<AppState>().key(pressed);
+                    let key = if event.state() == ShortcutState::Pressed {
+                        Key::Press
+                    } else {
+                        Key::Release
+                    };
+                    // Not ready yet: key() tells the window why (nothing is dropped silently).
+                    let _ = app.state::<AppState>().key(key);
                 })
                 .build(),
         )
-        .setup(|app| {
-            let (settings, mut problems) = match settings::load() {
-                Ok(s) => (s, Vec::new()),
-                Err(e) => (AppSettings::default(), vec![CommandError::new("settings", e)]),
-            };
-            let db = std::env::var_os("HARK_DB")
-                .map(std::path::PathBuf::from)
-                .unwrap_or_else(hark_core::store::default_db_path);
-            let store = Arc::new(Store::open(&db)?);
-            problems.extend(register_shortcut(app.handle(), &settings.shortcut));
-            let (events, mut rx) = mpsc::unbounded_channel::<VoiceEvent>();
-            let channel: Arc<Mutex<Option<Channel<VoiceEvent>>>> = Arc::default();
-            let panel: Arc<Mutex<Option<Box<PanelView>>>> = Arc::default();
-            let progress: Arc<Mutex<Option<VoiceEvent>>> = Arc::default();
-            let last = settings
-                .last_session
-                .clone()
-                .filter(|id| store.load_session(id).is_ok());
-            app.manage(AppState {
-                store,
-                keychain: Keychain::default(),
-                settings: Mutex::new(settings),
-                runtime: tokio::sync::Mutex::new(None),
-                commands: Mutex::new(None),
-                events,
-                channel: channel.clone(),
-                panel: panel.clone(),
-                progress: progress.clone(),
-                problems: Mutex::new(Vec::new()),
-            });
-            // The forwarder: actor events → the webview's channel.
-            tauri::async_runtime::spawn(async move {
-                while let Some(e) = rx.recv().await {
-                    match &e {
-                        VoiceEvent::ContextChanged { panel: p } => *lock(&panel) = Some(p.clone()),
-                        VoiceEvent::ModelProgress { .. } => *lock(&progress) = Some(e.clone()),
-                        VoiceEvent::SessionReady { .. } | VoiceEvent::Failed { .. } => *lock(&progress) = None,
-                        _ => {}
-                    }
-                    if let Some(ch) = lock(&channel).as_ref() {
-                        let _ = ch.send(e);
-                    }
+        .invoke_handler(commands.invoke_handler())
+        .on_window_event(|window, event| {
+            // Closing the main window hides it: Hark keeps running in the tray, and its
+            // shortcut keeps working. Quit (tray, menu) ends it.
+            if let tauri::WindowEvent::CloseRequested { api, .. } = event {
+                if window.label() == "main" {
+                    api.prevent_close();
+                    let _ = window.hide();
                 }
-            });
+            }
+        })
+        .setup(move |app| {
+            let db = db_path();
+            let mut fatal = settings_error
+                .as_ref()
+                .map(|e| (Fatal::Settings(settings::path()), e.to_string()));
+            let store = match Store::open(&db) {
+                Ok(s) => Some(Arc::new(s)),
+                Err(e) => {
+                    let message = match &e {
+                        StoreError::TooNew { .. } => format!("{e}: install the newer Hark, or start fresh"),
+                        StoreError::Open { source, .. } => {
+                            format!("the conversation database cannot be opened ({source})")
+                        }
+                        _ => format!("the conversation database cannot be opened ({e})"),
+                    };
+                    fatal.get_or_insert((Fatal::Database(db.clone()), message));
+                    None
+                }
+            };
+            let status = match &fatal {
+                Some((f, message)) => fatal_status(f, message.clone()),
+                None => Status::Preparing {
+                    what: "Starting".into(),
+                },
+            };
+            if let Some((_, m)) = &fatal {
+                tracing::error!("cannot start: {m}");
+            }
             let handle = app.handle().clone();
-            let start = async move {
-                let state = handle.state::<AppState>();
-                match state.switch(last).await {
-                    Ok(id) => {
-                        let _ = state.events.send(VoiceEvent::SessionReady { session_id: id });
-                    }
-                    Err(e) => {
-                        // The window may already be showing (first-run download): tell it.
-                        let _ = state.events.send(VoiceEvent::Failed {
-                            kind: e.kind.clone(),
-                            message: e.message.clone(),
-                            next_step: "check the network connection, then save Settings (or restart Hark) to \
-                                        continue the download where it stopped; or add an API key in Settings"
-                                .into(),
-                        });
-                        problems.push(e);
-                    }
+            let state = AppState::new(
+                store,
+                settings.clone(),
+                status.clone(),
+                logs,
+                Box::new(move |s: &Status| {
+                    tray::show_status(&handle, s);
+                    overlay::follow(&handle, s);
+                }),
+            );
+            *lock(&state.fatal) = fatal.as_ref().map(|(f, _)| f.clone());
+            app.manage(state);
+            app.manage(Forwarder(runtime::forwarder(app.handle())));
+            if let Err(e) = tray::build(app.handle(), &status, update::configured()) {
+                // A desktop without a tray (no StatusNotifier host) still has the window.
+                tracing::warn!("no tray icon: {e}");
+            }
+            let state = app.state::<AppState>();
+            if let Err(e) = shortcut::replace(app.handle(), &settings.shortcut, None) {
+                state.problem(e);
+            }
+            overlay::set(app.handle(), settings.overlay);
+            let hidden = args.hidden || args.toggle || settings.start_hidden;
+            if let Some(w) = app.get_webview_window("main") {
+                if !hidden || fatal.is_some() {
+                    let _ = w.show();
                 }
-                lock(&state.problems).extend(problems);
-            };
-            let settings = lock(&app.state::<AppState>().settings).clone();
-            if runtime::missing_models(&settings, &app.state::<AppState>().keychain).is_empty() {
-                tauri::async_runtime::block_on(start);
-            } else {
-                // First run offline: the window opens at once and shows the download's
-                // progress; the session starts when the models are in place.
-                tauri::async_runtime::spawn(start);
+            }
+            if args.toggle {
+                state.toggle();
+            }
+            if fatal.is_none() {
+                // A first run downloads nothing before the introduction's choice (private, or
+                // keys); a run with everything in place starts at once, introduction or not.
+                let needs_download = runtime::missing_models(&settings.profile, &state.keychain)
+                    .map(|m| !m.is_empty())
+                    .unwrap_or(false);
+                if settings.onboarded || !needs_download {
+                    start_session(app.handle(), settings.last_session.clone());
+                } else {
+                    state.set_status(Status::Waiting {
+                        what: "choose how Hark should think, in the introduction".into(),
+                    });
+                }
             }
             Ok(())
-        })
-        .invoke_handler(tauri::generate_handler![
-            commands::subscribe,
-            commands::app_state,
-            commands::refresh,
-            commands::ptt,
-            commands::reset_context,
-            commands::set_max_turns,
-            commands::set_system_prompt,
-            commands::set_summary,
-            commands::save_settings,
-            commands::set_key,
-            commands::delete_key,
-            commands::test_connection,
-            commands::list_devices,
-            commands::list_sessions,
-            commands::open_session,
-            commands::new_session,
-            commands::delete_session,
-            commands::export_session,
-            commands::import_session,
-            commands::list_facts,
-            commands::add_fact,
-            commands::update_fact,
-            commands::delete_fact,
-            commands::search_memory,
-        ])
-        .run(tauri::generate_context!());
-    if let Err(e) = result {
+        });
+    if let Some(updater) = update::plugin() {
+        builder = builder.plugin(updater);
+    }
+    if let Err(e) = builder.run(tauri::generate_context!()) {
+        tracing::error!("the app failed: {e}");
         eprintln!("hark: the app failed: {e}");
         std::process::exit(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_hidden_and_toggle() {
+        assert_eq!(Args::parse(["hark-app"]), Args::default());
+        assert_eq!(
+            Args::parse(["hark-app", "--toggle"]),
+            Args {
+                hidden: false,
+                toggle: true
+            }
+        );
+        assert!(Args::parse(["hark-app", "--hidden", "--unknown"]).hidden);
+    }
+
+    #[test]
+    fn an_unusable_database_is_kept_renamed_with_its_wal() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("hark.db");
+        for f in ["hark.db", "hark.db-wal", "hark.db-shm"] {
+            std::fs::write(dir.path().join(f), "x").unwrap();
+        }
+        let aside = set_aside(&db).unwrap();
+        assert!(!db.exists() && aside.exists());
+        assert!(PathBuf::from(format!("{}-wal", aside.display())).exists());
+        assert!(aside
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("hark.db.broken-"));
     }
 }

@@ -1,210 +1,203 @@
-//! Building a running session from the settings: the model, the speech pipeline, and the
-//! voice actor from `hark-core`, whose events are forwarded to the webview.
+//! Starting a session from the settings: the offline models fetched first (with a progress
+//! bar whose totals are the manifest's), the model and the speech pipeline built through
+//! the core's composition root (`Profile`), and the voice actor started. The status line
+//! says what is being prepared at each step, and "ready" as soon as a turn can be taken.
 
-use std::path::PathBuf;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
+use hark_core::assembly::{Llm, Profile};
+use hark_core::audio::input::Microphone;
 use hark_core::audio::playback::{AudioOut, ClockOut, Speaker};
+use hark_core::error::ErrorKind;
 use hark_core::local::LocalLlm;
-use hark_core::models::{Manifest, ModelKind, ModelSpec, ModelStore, Progress};
-use hark_core::provider::{ChatModel, ProviderConfig, ProviderKind};
+use hark_core::models::{Manifest, ModelKind, ModelSpec, ModelStore, Phase, Progress};
 use hark_core::secrets::Keychain;
-use hark_core::session::voice::{self, Voice, VoiceCommand, VoiceEvent};
-use hark_core::session::ChatSession;
-use hark_core::store::Store;
-use hark_core::stt::deepgram::{DeepgramConfig, DeepgramStt};
-use hark_core::stt::openai::OpenAiStt;
-use hark_core::stt::whisper::{models_dir, WhisperStt, DEFAULT_MODEL};
-use hark_core::stt::{SttKind, Transcriber};
-use hark_core::tools::Toolbox;
-use hark_core::tts::remote::{DeepgramTts, OpenAiTts};
+use hark_core::session::ptt::Key;
+use hark_core::session::voice::{self, ActorOptions, Voice, VoiceEvent, VoiceSession};
+use hark_core::stt::Transcriber;
 use hark_core::tts::system::SystemVoice;
-use hark_core::tts::{Synthesizer, TtsKind};
+use tauri::{AppHandle, Manager};
 use tokio::sync::mpsc;
-use unavailable::UnavailableStt;
+use tokio_util::sync::CancellationToken;
 
 use crate::error::{CmdResult, CommandError};
-use crate::settings::{AppSettings, Llm};
+use crate::events::{AppEvent, Download, Status};
+use crate::settings::AppSettings;
+use crate::state::{lock, AppState};
 
-/// A running session: the actor's command sender and task, and the offline model's
-/// server when the session uses it (stopped when the runtime is dropped).
+/// A running session: the voice actor, and the offline model's server when the session
+/// uses it (stopped when the runtime is dropped).
 pub struct Runtime {
     pub session_id: String,
-    pub commands: mpsc::UnboundedSender<VoiceCommand>,
-    pub task: tokio::task::JoinHandle<ChatSession>,
-    /// Held for its lifetime: dropping it stops the server.
+    pub voice: VoiceSession,
     pub _local: Option<LocalLlm>,
 }
 
-/// What the settings mean, given the keys present.
-pub fn llm(s: &AppSettings, kc: &Keychain) -> Llm {
-    s.llm(|k| kc.value(k.as_str()).is_some())
-}
-
-/// A cloud (or OpenAI-compatible server) language model from the settings.
-pub fn model(s: &AppSettings, kc: &Keychain, kind: ProviderKind) -> CmdResult<Box<dyn ChatModel>> {
-    let mut c = ProviderConfig::new(kind);
-    if let Some(url) = s.llm_base_url.as_ref().filter(|u| !u.trim().is_empty()) {
-        c.base_url = url.trim().to_string();
-    }
-    if !s.llm_model.trim().is_empty() {
-        c.model = s.llm_model.trim().to_string();
-    }
-    c.max_tokens = s.max_tokens;
-    c.api_key = kc.value(kind.as_str());
-    Ok(c.build()?)
-}
-
-/// Progress of a model fetch, as an event for the window's progress banner.
-fn progress_events(events: &mpsc::UnboundedSender<VoiceEvent>) -> impl Fn(Progress) + Send + Sync {
-    let events = events.clone();
-    let last = std::sync::Mutex::new((String::new(), u64::MAX));
-    move |p: Progress| {
-        // At most one event per percent.
-        let pct = p.percent();
-        let mut l = last.lock().unwrap_or_else(|e| e.into_inner());
-        if l.0 == p.model && l.1 == pct {
-            return;
+/// Starts the forwarder that takes every voice session's events to the windows and the
+/// status line. Returns where the sessions send them.
+pub fn forwarder(app: &AppHandle) -> mpsc::UnboundedSender<VoiceEvent> {
+    let (tx, mut rx) = mpsc::unbounded_channel::<VoiceEvent>();
+    let app = app.clone();
+    tauri::async_runtime::spawn(async move {
+        while let Some(e) = rx.recv().await {
+            app.state::<AppState>().voice_event(e);
         }
-        *l = (p.model.clone(), pct);
-        let _ = events.send(VoiceEvent::ModelProgress {
-            model: p.model,
-            phase: p.phase,
-            done: p.done,
-            total: p.total,
-        });
-    }
+    });
+    tx
 }
 
-/// The offline models these settings need and that are not downloaded yet.
-pub fn missing_models(s: &AppSettings, kc: &Keychain) -> Vec<ModelSpec> {
-    // An unreadable manifest override is reported when the session starts.
-    let Ok(manifest) = Manifest::load() else {
-        return Vec::new();
-    };
+/// The offline models the settings need that are not downloaded yet.
+pub fn missing_models(profile: &Profile, kc: &Keychain) -> Result<Vec<ModelSpec>, CommandError> {
+    let manifest = Manifest::load()?;
     let store = ModelStore::default_dir();
-    let mut want = Vec::new();
-    if llm(s, kc) == Llm::Local {
-        want.extend(local_spec(s, &manifest).ok().cloned());
-    }
-    if s.stt == "whisper" && s.whisper_model.is_none() {
-        want.extend(manifest.default_for(ModelKind::Stt).cloned());
-    }
+    let mut want = profile.models_needed(kc, &manifest)?;
     want.retain(|m| !store.is_ready(m));
-    want
+    Ok(want)
 }
 
-fn local_spec<'m>(s: &AppSettings, manifest: &'m Manifest) -> CmdResult<&'m ModelSpec> {
-    let spec = match &s.local_model {
-        Some(id) => manifest
-            .find(id)
-            .map_err(|e| CommandError::new("settings", e.to_string()))?,
-        None => manifest
-            .default_for(ModelKind::Llm)
-            .ok_or_else(|| CommandError::new("settings", "the model manifest has no default chat model"))?,
+/// Words for what is being fetched: "the offline speech model (78 MB)".
+fn describe(models: &[ModelSpec]) -> String {
+    let kinds: Vec<&str> = models
+        .iter()
+        .map(|m| match m.kind {
+            ModelKind::Llm => "chat",
+            ModelKind::Stt => "speech",
+        })
+        .collect();
+    let total: u64 = models.iter().map(ModelSpec::download_size).sum();
+    let what = match kinds.as_slice() {
+        [one] => format!("the offline {one} model"),
+        _ => format!("the offline {} models", kinds.join(" and ")),
     };
-    Ok(spec)
+    format!("{what} ({:.0} MB)", total as f64 / 1e6)
 }
 
-/// Fetches the models the settings need (first use), reporting progress as events.
-pub async fn fetch_models(s: &AppSettings, kc: &Keychain, events: &mpsc::UnboundedSender<VoiceEvent>) -> CmdResult<()> {
+/// Turns per-model progress into one bar over every model, with speed and time left.
+struct Meter {
+    what: String,
+    /// Bytes of the models finished before the current one.
+    before: u64,
+    total: u64,
+    current: String,
+    /// (when, bytes) a few seconds back, for the speed.
+    window: std::collections::VecDeque<(Instant, u64)>,
+    last_sent: Option<Instant>,
+}
+
+impl Meter {
+    fn update(&mut self, p: &Progress, labels: &[ModelSpec]) -> Option<Download> {
+        if p.model != self.current {
+            if let Some(prev) = labels.iter().find(|m| m.id == self.current) {
+                self.before += prev.download_size();
+            }
+            self.current = p.model.clone();
+        }
+        let done = self.before + if p.phase == Phase::Downloading { p.done } else { 0 };
+        let now = Instant::now();
+        self.window.push_back((now, done));
+        while self
+            .window
+            .front()
+            .is_some_and(|(t, _)| now.duration_since(*t) > Duration::from_secs(5))
+        {
+            self.window.pop_front();
+        }
+        // At most ten updates a second, and always the phase changes and the end.
+        let due = self
+            .last_sent
+            .is_none_or(|t| now.duration_since(t) >= Duration::from_millis(100));
+        if !due && p.phase == Phase::Downloading && p.done < p.total {
+            return None;
+        }
+        self.last_sent = Some(now);
+        let speed = match (self.window.front(), self.window.back()) {
+            (Some((t0, b0)), Some((t1, b1))) if t1.duration_since(*t0) >= Duration::from_millis(500) => {
+                Some(((b1 - b0) as f64 / t1.duration_since(*t0).as_secs_f64()) as u64)
+            }
+            _ => None,
+        };
+        let spec = labels.iter().find(|m| m.id == p.model);
+        Some(Download {
+            what: self.what.clone(),
+            model: p.model.clone(),
+            label: spec.map(|s| s.label.clone()).unwrap_or_default(),
+            phase: p.phase,
+            done: done.min(self.total),
+            total: self.total,
+            bytes_per_sec: speed,
+            eta_secs: speed.filter(|s| *s > 0).map(|s| self.total.saturating_sub(done) / s),
+        })
+    }
+}
+
+/// Fetches the models the settings need, reporting progress to the windows. Cancelling
+/// stops it (the parts already fetched stay for the next try, which resumes).
+pub async fn fetch_models(app: &AppHandle, profile: &Profile) -> CmdResult<()> {
+    let state = app.state::<AppState>();
+    let missing = missing_models(profile, &state.keychain)?;
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let what = describe(&missing);
+    state.set_status(Status::Preparing {
+        what: format!("Downloading {what}"),
+    });
+    let cancel = CancellationToken::new();
+    *lock(&state.download) = Some(cancel.clone());
+    let meter = std::sync::Mutex::new(Meter {
+        what: what.clone(),
+        before: 0,
+        total: missing.iter().map(ModelSpec::download_size).sum(),
+        current: missing[0].id.clone(),
+        window: Default::default(),
+        last_sent: None,
+    });
+    let report = |p: Progress| {
+        if let Some(d) = lock(&meter).update(&p, &missing) {
+            state.emit(AppEvent::Download { progress: Some(d) });
+        }
+    };
     let store = ModelStore::default_dir();
-    let progress = progress_events(events);
-    for spec in missing_models(s, kc) {
-        store
-            .ensure(&spec, &progress)
-            .await
-            .map_err(|e| CommandError::new("model", e.to_string()))?;
-    }
-    Ok(())
+    let result = async {
+        for spec in &missing {
+            store.ensure(spec, &report).await?;
+        }
+        Ok::<_, hark_core::models::ModelError>(())
+    };
+    let outcome = tokio::select! {
+        r = result => r.map_err(CommandError::from),
+        _ = cancel.cancelled() => Err(CommandError::new(ErrorKind::NotReady, format!("the download of {what} is paused"))
+            .with_next_step("resume it when you are ready: it continues where it stopped")),
+    };
+    *lock(&state.download) = None;
+    state.emit(AppEvent::Download { progress: None });
+    outcome
 }
 
-fn deepgram(s: &AppSettings, kc: &Keychain) -> DeepgramConfig {
-    let mut c = DeepgramConfig::new(kc.value("deepgram"));
-    if let Some(url) = s.deepgram_base_url.as_ref().filter(|u| !u.trim().is_empty()) {
-        c.base_url = url.trim().to_string();
-    }
-    c
-}
-
-fn openai_speech(s: &AppSettings, kc: &Keychain, model: &str) -> ProviderConfig {
-    let mut c = ProviderConfig::new(ProviderKind::OpenAi);
-    if let Some(url) = s.speech_base_url.as_ref().filter(|u| !u.trim().is_empty()) {
-        c.base_url = url.trim().to_string();
-    }
-    c.api_key = kc.value("openai");
-    c.model = model.to_string();
-    c
-}
-
-fn whisper_path(s: &AppSettings) -> PathBuf {
-    s.whisper_model
-        .clone()
-        .unwrap_or_else(|| models_dir().join(DEFAULT_MODEL))
-}
-
-/// The speech pipeline. What cannot be set up (no microphone model, no speaker) is replaced
-/// by a stand-in that explains the problem when used, and the problem is returned so the UI
-/// can show it; the conversation itself keeps working.
-pub fn voice(s: &AppSettings, kc: &Keychain) -> (Voice, Vec<CommandError>) {
+/// The speech pipeline. What cannot be set up (the speech engine, the speaker) is replaced
+/// by a stand-in that explains the problem when used, and the problem is returned for a
+/// banner; the conversation itself keeps working.
+fn voice(s: &AppSettings, kc: &Keychain) -> (Voice, Vec<CommandError>) {
     let mut problems = Vec::new();
-    let stt: Arc<dyn Transcriber> = match s.stt.parse::<SttKind>() {
-        Ok(SttKind::Whisper) => match WhisperStt::load(&whisper_path(s)) {
-            Ok(w) => Arc::new(w),
-            Err(e) => {
-                problems.push(CommandError::from(e.clone()));
-                Arc::new(UnavailableStt(e.message))
-            }
-        },
-        Ok(SttKind::Deepgram) | Ok(SttKind::DeepgramPrerecorded) => {
-            let live = s.stt == "deepgram";
-            match DeepgramStt::new(deepgram(s, kc), live) {
-                Ok(d) => Arc::new(d),
-                Err(e) => Arc::new(UnavailableStt(e.message)),
-            }
-        }
-        Ok(SttKind::OpenAi) => match OpenAiStt::new(openai_speech(s, kc, "gpt-4o-mini-transcribe")) {
-            Ok(o) => Arc::new(o),
-            Err(e) => Arc::new(UnavailableStt(e.message)),
-        },
+    let stt: Arc<dyn Transcriber> = match s.profile.transcriber(kc) {
+        Ok(t) => t,
         Err(e) => {
-            problems.push(CommandError::new("settings", e.clone()));
-            Arc::new(UnavailableStt(e))
+            problems.push(CommandError::from(e.clone()));
+            Arc::new(unavailable::UnavailableStt(e))
         }
     };
-    let tts: Arc<dyn Synthesizer> = match s.tts.parse::<TtsKind>() {
-        Ok(TtsKind::Deepgram) => {
-            match DeepgramTts::new(deepgram(s, kc), s.voice.clone().unwrap_or("aura-2-thalia-en".into())) {
-                Ok(t) => Arc::new(t),
-                Err(e) => {
-                    problems.push(e.into());
-                    Arc::new(SystemVoice::default())
-                }
-            }
-        }
-        Ok(TtsKind::OpenAi) => match OpenAiTts::new(
-            openai_speech(s, kc, "gpt-4o-mini-tts"),
-            s.voice.clone().unwrap_or("alloy".into()),
-        ) {
-            Ok(t) => Arc::new(t),
-            Err(e) => {
-                problems.push(e.into());
-                Arc::new(SystemVoice::default())
-            }
-        },
-        Ok(TtsKind::System) => Arc::new(SystemVoice {
-            voice: s.voice.clone(),
-            rate_wpm: None,
-        }),
-        Err(e) => {
-            problems.push(CommandError::new("settings", e));
-            Arc::new(SystemVoice::default())
-        }
-    };
+    let tts = s.profile.synthesizer(kc).unwrap_or_else(|e| {
+        problems.push(e.into());
+        Arc::new(SystemVoice::default())
+    });
     let out: Arc<dyn AudioOut> = match Speaker::open(s.output_device.as_deref()) {
         Ok(sp) => Arc::new(sp),
         Err(e) => {
-            problems.push(e.into());
+            problems.push(CommandError::from(e).with_next_step(
+                "connect a speaker or headphones, then choose it in Settings → Speech; replies are shown meanwhile",
+            ));
             // Replies still run (text, history); they are just not heard.
             Arc::new(ClockOut::new())
         }
@@ -212,61 +205,122 @@ pub fn voice(s: &AppSettings, kc: &Keychain) -> (Voice, Vec<CommandError>) {
     (Voice { stt, tts, out }, problems)
 }
 
-/// Opens (or creates) the session and starts its actor. The offline models the settings
-/// need must be in place ([`fetch_models`]).
-pub async fn start(
-    store: &Arc<Store>,
-    s: &AppSettings,
-    kc: &Keychain,
-    session: Option<&str>,
-    events: mpsc::UnboundedSender<VoiceEvent>,
-) -> CmdResult<(Runtime, Vec<CommandError>)> {
-    let (model, local) = match llm(s, kc) {
-        Llm::Cloud(kind) => (model(s, kc, kind)?, None),
-        Llm::Local => {
-            let manifest = Manifest::load().map_err(|e| CommandError::new("model", e.to_string()))?;
-            let spec = local_spec(s, &manifest)?;
-            let path = ModelStore::default_dir().path(spec);
-            let local = LocalLlm::start(&path, &spec.id, hark_core::local::DEFAULT_CONTEXT).await?;
-            let mut c = local.config();
-            c.max_tokens = s.max_tokens;
-            (c.build()?, Some(local))
-        }
-    };
-    let mut chat = match session {
-        Some(id) => ChatSession::resume(store.clone(), id, model)?,
-        None => ChatSession::create(store.clone(), model, &s.system_prompt, Default::default())?,
-    };
-    chat.set_reply_budget(s.max_tokens);
-    chat.set_summarization(s.summarize);
-    chat.set_recall(s.recall);
-    // Small local models do not call tools reliably: they get none.
-    if s.tools && local.is_none() {
-        chat.set_tools(Toolbox::builtin());
-    }
-    if let Some(l) = &local {
-        chat.set_model_window(l.context_window());
-    }
-    let (voice, problems) = voice(s, kc);
-    let session_id = chat.id().to_string();
-    let (commands, task) = voice::spawn(chat, voice, s.ptt_mode, s.input_device.clone(), events);
-    Ok((
-        Runtime {
-            session_id,
-            commands,
-            task,
-            _local: local,
+/// Whether a microphone is there to listen with (the status says so when not). Listing
+/// devices probes each (ALSA): a blocking thread's work.
+async fn microphone(s: &AppSettings) -> Status {
+    let wanted = s.input_device.clone();
+    let listed = tokio::task::spawn_blocking(|| hark_core::audio::list_devices(true))
+        .await
+        .unwrap_or_else(|e| Err(hark_core::audio::AudioError::input("default", e)));
+    match listed {
+        Ok(list) if list.is_empty() => Status::NoMicrophone {
+            message: "no microphone found".into(),
         },
-        problems,
-    ))
+        Ok(list) => match &wanted {
+            Some(d) if !list.iter().any(|x| &x.id == d || &x.name == d) => Status::NoMicrophone {
+                message: format!("the microphone {d:?} is not connected"),
+            },
+            _ => Status::Ready,
+        },
+        Err(e) => Status::NoMicrophone { message: e.to_string() },
+    }
 }
 
-/// A transcriber stand-in for when speech-to-text could not be set up.
+/// Stops the running session (if any) and starts `session` (`None`: a new one), fetching
+/// the models the settings need first. The status line says what is prepared; problems
+/// go to banners; the window stays responsive throughout.
+pub async fn switch(app: &AppHandle, session: Option<String>) -> CmdResult<String> {
+    let state = app.state::<AppState>();
+    let store = state.store()?;
+    let settings = state.settings();
+    state.clear_problems();
+    if let Err(e) = fetch_models(app, &settings.profile).await {
+        state.set_status(Status::Unavailable { problem: e.clone() });
+        return Err(e);
+    }
+    let mut rt = state.runtime.lock().await;
+    *lock(&state.voice) = None;
+    if let Some(old) = rt.take() {
+        let _ = old.voice.shutdown().await;
+    }
+    let kc = &state.keychain;
+    if settings.profile.llm(kc) == Llm::Local {
+        state.set_status(Status::Preparing {
+            what: "Starting the offline language model".into(),
+        });
+    }
+    let started = async {
+        let manifest = Manifest::load()?;
+        let chat = settings.profile.chat(kc, &manifest, &ModelStore::default_dir()).await?;
+        let (chat, local) = settings.profile.open_session(&store, chat, session.as_deref())?;
+        Ok::<_, CommandError>((chat, local))
+    };
+    let (chat, local) = match started.await {
+        Ok(x) => x,
+        Err(e) => {
+            state.set_status(Status::Unavailable { problem: e.clone() });
+            return Err(e);
+        }
+    };
+    let (voice, problems) = voice(&settings, kc);
+    for p in problems {
+        state.problem(p);
+    }
+    // Warm up in the background, so the first turn is not slower than the next: the
+    // speech model loads, and a local model evaluates the system prompt into its cache.
+    voice.stt.prepare();
+    chat.prefill();
+    let id = chat.id().to_string();
+    let events = app.state::<Forwarder>().0.clone();
+    let session = voice::spawn(
+        chat,
+        voice,
+        ActorOptions {
+            mode: settings.ptt_mode,
+            input_device: settings.input_device.clone(),
+            input: Arc::new(Microphone),
+            cues: settings.sound_cues,
+        },
+        events,
+    );
+    *lock(&state.voice) = Some(session.handle().clone());
+    *rt = Some(Runtime {
+        session_id: id.clone(),
+        voice: session,
+        _local: local,
+    });
+    drop(rt);
+    {
+        let mut s = lock(&state.settings);
+        s.last_session = Some(id.clone());
+        if let Err(e) = crate::settings::save(&s) {
+            drop(s);
+            state.problem(CommandError::new(ErrorKind::Settings, e.to_string()));
+        }
+    }
+    state.set_status(Status::Ready);
+    let idle = microphone(&settings).await;
+    if let Status::NoMicrophone { message } = &idle {
+        state.problem(CommandError::new(ErrorKind::Microphone, message.clone()));
+    }
+    state.set_idle(idle);
+    state.emit(AppEvent::SessionStarted { session_id: id.clone() });
+    if state.pending_toggle.swap(false, Ordering::SeqCst) {
+        let _ = state.key(Key::Toggle);
+    }
+    Ok(id)
+}
+
+/// Where the voice sessions send their events (managed state).
+pub struct Forwarder(pub mpsc::UnboundedSender<VoiceEvent>);
+
+/// A transcriber stand-in for when speech-to-text could not be set up: it says why when
+/// used.
 mod unavailable {
-    use hark_core::provider::{ErrorKind, ProviderError};
+    use hark_core::provider::ProviderError;
     use hark_core::stt::Transcriber;
 
-    pub struct UnavailableStt(pub String);
+    pub struct UnavailableStt(pub ProviderError);
 
     #[async_trait::async_trait]
     impl Transcriber for UnavailableStt {
@@ -274,11 +328,7 @@ mod unavailable {
             "unavailable"
         }
         async fn transcribe(&self, _: &[f32]) -> Result<String, ProviderError> {
-            Err(ProviderError::new(
-                "speech-to-text",
-                ErrorKind::InvalidRequest,
-                self.0.clone(),
-            ))
+            Err(self.0.clone())
         }
     }
 }

@@ -1,117 +1,99 @@
-//! The app's settings file (JSON in the config directory). Never holds keys: those live in
-//! the OS keychain only.
+//! The app's settings file (JSON in the config directory): the conversation profile the CLI
+//! shares (`hark_core::assembly::Profile`, its fields as they are) and what only the app
+//! has (devices, shortcut, theme, tray and start-up behaviour). Never holds keys: those
+//! live in the OS keychain only.
 
 use std::path::PathBuf;
 
-use hark_core::provider::ProviderKind;
+use hark_core::assembly::Profile;
 use hark_core::session::ptt::PttMode;
 use serde::{Deserialize, Serialize};
 
-/// Which language model the app uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+/// Light, dark, or whatever the system uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, specta::Type)]
 #[serde(rename_all = "lowercase")]
-pub enum LlmChoice {
-    /// A cloud provider with a key (Anthropic first), an OpenAI-compatible server when a
-    /// base URL is set, and otherwise the offline model.
+pub enum Theme {
     #[default]
-    Auto,
-    Anthropic,
-    #[serde(rename = "openai")]
-    OpenAi,
-    /// The offline model (llama.cpp through `hark-llm`).
-    Local,
+    System,
+    Light,
+    Dark,
 }
 
-/// What [`LlmChoice`] comes to once keys are known.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Llm {
-    Cloud(ProviderKind),
-    Local,
+/// How much goes into the log file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, specta::Type)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    Error,
+    Warn,
+    #[default]
+    Info,
+    Debug,
 }
 
-impl AppSettings {
-    /// The language model these settings mean, given which keys are present.
-    pub fn llm(&self, has_key: impl Fn(ProviderKind) -> bool) -> Llm {
-        match self.llm_provider {
-            LlmChoice::Anthropic => Llm::Cloud(ProviderKind::Anthropic),
-            LlmChoice::OpenAi => Llm::Cloud(ProviderKind::OpenAi),
-            LlmChoice::Local => Llm::Local,
-            LlmChoice::Auto => {
-                if self.llm_base_url.as_ref().is_some_and(|u| !u.trim().is_empty()) {
-                    return Llm::Cloud(ProviderKind::OpenAi);
-                }
-                [ProviderKind::Anthropic, ProviderKind::OpenAi]
-                    .into_iter()
-                    .find(|&k| has_key(k))
-                    .map_or(Llm::Local, Llm::Cloud)
-            }
+impl LogLevel {
+    pub fn directive(self) -> &'static str {
+        match self {
+            LogLevel::Error => "error",
+            LogLevel::Warn => "warn",
+            LogLevel::Info => "info",
+            LogLevel::Debug => "debug",
         }
     }
 }
 
 /// Everything the Settings view edits.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, specta::Type)]
 #[serde(default)]
 pub struct AppSettings {
-    pub llm_provider: LlmChoice,
-    /// Model name for a cloud provider; empty: the provider's default.
-    pub llm_model: String,
-    /// The offline chat model (id in the models manifest); `None`: the manifest's default.
-    pub local_model: Option<String>,
-    /// Endpoint override (proxy, Ollama, LM Studio, llama.cpp server).
-    pub llm_base_url: Option<String>,
-    /// Reply budget in tokens.
-    pub max_tokens: u32,
-    pub system_prompt: String,
-    /// "whisper" (offline), "deepgram", "deepgram-prerecorded", "openai".
-    pub stt: String,
-    /// The whisper model file; default `<models dir>/ggml-tiny.en.bin`.
-    pub whisper_model: Option<PathBuf>,
-    /// "system" (the OS voice), "deepgram", "openai".
-    pub tts: String,
-    /// Voice name for the chosen engine.
-    pub voice: Option<String>,
-    pub deepgram_base_url: Option<String>,
-    /// OpenAI speech endpoint override.
-    pub speech_base_url: Option<String>,
+    /// The model, speech and conversation choices (shared with the CLI).
+    #[serde(flatten)]
+    pub profile: Profile,
     pub input_device: Option<String>,
     pub output_device: Option<String>,
-    /// Global push-to-talk shortcut, e.g. "CommandOrControl+Shift+Space".
+    /// Global push-to-talk shortcut, as the shortcut plugin reads it (e.g.
+    /// `CommandOrControl+Shift+Space`); the window shows it per platform.
     pub shortcut: String,
     pub ptt_mode: PttMode,
-    /// Fold turns that leave the context into a running summary (rule 11).
-    pub summarize: bool,
-    /// Recall remembered facts and matching earlier conversations each turn (rule 12).
-    pub recall: bool,
-    /// Offer the model the built-in tools (time, remember/forget, search past conversations).
-    pub tools: bool,
+    /// Short sounds when listening starts and stops.
+    pub sound_cues: bool,
+    /// A small always-on-top window while listening or speaking.
+    pub overlay: bool,
+    pub theme: Theme,
+    /// Start in the tray, without showing the window.
+    pub start_hidden: bool,
+    /// Start with the computer (in the tray).
+    pub start_at_login: bool,
+    pub log_level: LogLevel,
+    /// The first-run introduction was completed or skipped. A settings file from before
+    /// the introduction existed counts as done: its user has used Hark already.
+    #[serde(default = "done")]
+    pub onboarded: bool,
     /// The session to reopen at start.
     pub last_session: Option<String>,
 }
 
+fn done() -> bool {
+    true
+}
+
+/// The default push-to-talk shortcut.
+pub const DEFAULT_SHORTCUT: &str = "CommandOrControl+Shift+Space";
+
 impl Default for AppSettings {
     fn default() -> Self {
         Self {
-            llm_provider: LlmChoice::Auto,
-            llm_model: String::new(),
-            local_model: None,
-            llm_base_url: None,
-            max_tokens: 1024,
-            system_prompt: "You are Hark, a helpful voice assistant. Answer in one to three short spoken sentences."
-                .into(),
-            stt: "whisper".into(),
-            whisper_model: None,
-            tts: "system".into(),
-            voice: None,
-            deepgram_base_url: None,
-            speech_base_url: None,
+            profile: Profile::default(),
             input_device: None,
             output_device: None,
-            shortcut: "CommandOrControl+Shift+Space".into(),
+            shortcut: DEFAULT_SHORTCUT.into(),
             ptt_mode: PttMode::Hold,
-            summarize: false,
-            recall: true,
-            tools: true,
+            sound_cues: true,
+            overlay: false,
+            theme: Theme::System,
+            start_hidden: false,
+            start_at_login: false,
+            log_level: LogLevel::Info,
+            onboarded: false,
             last_session: None,
         }
     }
@@ -127,27 +109,57 @@ pub fn config_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("."))
 }
 
-fn path() -> PathBuf {
+pub fn path() -> PathBuf {
     config_dir().join("settings.json")
 }
 
-/// Loads the settings; a missing file gives the defaults, an unreadable one is reported.
-pub fn load() -> Result<AppSettings, String> {
-    match std::fs::read_to_string(path()) {
-        Ok(text) => serde_json::from_str(&text).map_err(|e| format!("{} is not valid settings: {e}", path().display())),
+/// Why the settings could not be read.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum SettingsError {
+    #[error("cannot read {path}: {message}")]
+    Unreadable { path: PathBuf, message: String },
+    #[error("{path} is not valid settings: {message}")]
+    Invalid { path: PathBuf, message: String },
+    #[error("cannot save the settings to {path}: {message}")]
+    Write { path: PathBuf, message: String },
+}
+
+/// Loads the settings; a missing file gives the defaults (a first run).
+pub fn load() -> Result<AppSettings, SettingsError> {
+    let p = path();
+    match std::fs::read_to_string(&p) {
+        Ok(text) => serde_json::from_str(&text).map_err(|e| SettingsError::Invalid {
+            path: p,
+            message: e.to_string(),
+        }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(AppSettings::default()),
-        Err(e) => Err(format!("cannot read {}: {e}", path().display())),
+        Err(e) => Err(SettingsError::Unreadable {
+            path: p,
+            message: e.to_string(),
+        }),
     }
 }
 
 /// Writes the settings atomically (temp file, then rename).
-pub fn save(s: &AppSettings) -> Result<(), String> {
+pub fn save(s: &AppSettings) -> Result<(), SettingsError> {
     let dir = config_dir();
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let write = |path: &std::path::Path, e: std::io::Error| SettingsError::Write {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| write(&dir, e))?;
     let tmp = dir.join("settings.json.tmp");
-    let text = serde_json::to_string_pretty(s).map_err(|e| e.to_string())?;
-    std::fs::write(&tmp, text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, path()).map_err(|e| format!("cannot save settings: {e}"))
+    let text = serde_json::to_string_pretty(s).unwrap_or_default();
+    std::fs::write(&tmp, text).map_err(|e| write(&tmp, e))?;
+    std::fs::rename(&tmp, path()).map_err(|e| write(&path(), e))
+}
+
+/// Moves an unreadable settings file aside (kept, renamed) so Hark starts with defaults.
+pub fn set_aside() -> Result<PathBuf, std::io::Error> {
+    let p = path();
+    let aside = p.with_extension(format!("json.broken-{}", chrono::Utc::now().format("%Y%m%d-%H%M%S")));
+    std::fs::rename(&p, &aside)?;
+    Ok(aside)
 }
 
 #[cfg(test)]
@@ -155,17 +167,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn auto_picks_a_keyed_provider_else_a_base_url_else_offline() {
-        let mut s = AppSettings::default();
-        assert_eq!(s.llm(|_| false), Llm::Local, "no key at all: offline");
-        assert_eq!(s.llm(|k| k == ProviderKind::OpenAi), Llm::Cloud(ProviderKind::OpenAi));
-        assert_eq!(s.llm(|_| true), Llm::Cloud(ProviderKind::Anthropic));
-        s.llm_base_url = Some("http://127.0.0.1:11434/v1".into());
-        assert_eq!(s.llm(|_| false), Llm::Cloud(ProviderKind::OpenAi));
-        s.llm_provider = LlmChoice::Local;
-        assert_eq!(s.llm(|_| true), Llm::Local);
-        // Settings files from before "auto" existed still read.
-        let old: AppSettings = serde_json::from_str(r#"{"llm_provider": "openai", "llm_model": "gpt-4o"}"#).unwrap();
-        assert_eq!(old.llm_provider, LlmChoice::OpenAi);
+    fn an_old_settings_file_keeps_its_choices_and_skips_the_introduction() {
+        let old: AppSettings = serde_json::from_str(
+            r#"{"llm_provider": "openai", "llm_model": "gpt-4o", "stt": "deepgram", "shortcut": "Ctrl+F9"}"#,
+        )
+        .unwrap();
+        assert_eq!(old.profile.llm_model, "gpt-4o");
+        assert_eq!(old.shortcut, "Ctrl+F9");
+        assert!(old.onboarded, "a user who has used Hark before is not introduced again");
+        assert!(!AppSettings::default().onboarded, "a first run is");
+        let round: AppSettings = serde_json::from_str(&serde_json::to_string(&old).unwrap()).unwrap();
+        assert_eq!(round, old);
     }
 }

@@ -808,18 +808,21 @@ impl ChunkWriter<'_> {
     }
 }
 
+/// Why a test is `#[ignore]`d for a plain `cargo test`: it needs what `scripts/test.sh`
+/// provides (which runs it with `--include-ignored`, so there it always runs).
+pub const NEEDS_TEST_SH: &str = "needs scripts/test.sh (models, virtual audio, display, keyring)";
+
 /// The offline whisper model that `scripts/fetch-models.sh` puts in `HARK_MODELS_DIR`.
-/// `None` (test skipped, with a note) outside CI when it has not been fetched; under
-/// `CI=true` a missing model fails the test instead.
-pub fn whisper_model() -> Option<std::path::PathBuf> {
-    let dir = std::env::var_os("HARK_MODELS_DIR").map(std::path::PathBuf::from);
-    let path = dir.map(|d| d.join("ggml-tiny.en.bin")).filter(|p| p.exists());
-    if path.is_none() {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("CI=true but the whisper model is missing: scripts/test.sh fetches it into HARK_MODELS_DIR");
-        }
-        eprintln!("whisper model not fetched (scripts/fetch-models.sh): test skipped");
-    }
+/// Its absence fails the test: a test that needs it is `#[ignore]`d unless run by
+/// `scripts/test.sh`, which fetches it.
+pub fn whisper_model() -> std::path::PathBuf {
+    let dir =
+        std::env::var_os("HARK_MODELS_DIR").expect("HARK_MODELS_DIR is not set: run the tests through scripts/test.sh");
+    let path = std::path::PathBuf::from(dir).join("ggml-tiny.en.bin");
+    assert!(
+        path.exists(),
+        "the whisper model is missing: scripts/test.sh fetches it into HARK_MODELS_DIR"
+    );
     path
 }
 
@@ -841,17 +844,13 @@ pub fn espeak_wav(text: &str, path: &std::path::Path) {
 pub mod keychain {
     use std::process::Command;
 
-    /// Whether a D-Bus session (and so a Secret Service) is there. Under `CI=true` it must
-    /// be: the test fails rather than skips, since `scripts/test.sh` always provides one.
-    pub fn secret_service_expected() -> bool {
-        if std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some() {
-            return true;
-        }
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("CI=true but no D-Bus session: run the tests through scripts/test.sh");
-        }
-        eprintln!("no D-Bus session bus: keychain test skipped (scripts/test.sh provides one)");
-        false
+    /// Fails the test without a D-Bus session (and so a Secret Service): a test that needs
+    /// one is `#[ignore]`d unless run by `scripts/test.sh`, which provides one.
+    pub fn require_secret_service() {
+        assert!(
+            std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some(),
+            "no D-Bus session: run the tests through scripts/test.sh"
+        );
     }
 
     /// Looks an item up with libsecret's own client, `secret-tool`, to prove it is really

@@ -27,15 +27,11 @@ use hark_core::tts::system::SystemVoice;
 use hark_e2e::{espeak_wav, whisper_model, Behaviour, FakeLlm};
 use tokio::sync::mpsc::UnboundedReceiver;
 
-fn audio_expected() -> bool {
-    if std::env::var_os("PULSE_SERVER").is_some() {
-        return true;
-    }
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("CI=true but no PulseAudio: run the tests through scripts/test.sh");
-    }
-    eprintln!("no virtual audio devices (scripts/virtual-audio.sh): test skipped");
-    false
+fn require_audio() {
+    assert!(
+        std::env::var_os("PULSE_SERVER").is_some(),
+        "no PulseAudio: run the tests through scripts/test.sh (virtual speaker and microphone)"
+    );
 }
 
 async fn wait_for(
@@ -78,11 +74,10 @@ fn stop(mut c: Child) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs virtual audio devices and the whisper model (scripts/test.sh)"]
 async fn a_spoken_conversation_on_virtual_audio_devices_with_barge_in() {
-    if !audio_expected() {
-        return;
-    }
-    let Some(model) = whisper_model() else { return };
+    require_audio();
+    let model = whisper_model();
     let dir = tempfile::tempdir().unwrap();
     let llm = FakeLlm::openai(None);
     let mut c = ProviderConfig::new(ProviderKind::OpenAi);
@@ -104,6 +99,7 @@ async fn a_spoken_conversation_on_virtual_audio_devices_with_barge_in() {
             mode: PttMode::Hold,
             input_device: None,
             input: Arc::new(Microphone),
+            cues: false,
         },
         tx,
     );

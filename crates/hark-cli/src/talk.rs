@@ -120,6 +120,7 @@ fn print_event(json: bool, e: &VoiceEvent) {
             message,
             next_step,
             detail,
+            ..
         } => {
             eprintln!("hark: {kind}: {} ({next_step})", printable(message));
             if let Some(d) = detail {
@@ -128,6 +129,7 @@ fn print_event(json: bool, e: &VoiceEvent) {
         }
         VoiceEvent::ThinkingStarted
         | VoiceEvent::SpeakingStarted
+        | VoiceEvent::PracticeHeard { .. }
         | VoiceEvent::Idle
         | VoiceEvent::ContextChanged { .. } => {}
     }
@@ -238,6 +240,7 @@ async fn microphone(
             mode: PttMode::Toggle,
             input_device: input,
             input: Arc::new(Microphone),
+            cues: false,
         },
         events,
     );

@@ -277,6 +277,7 @@ impl Profile {
         }
         if let Some(l) = &local {
             s.set_model_window(l.context_window());
+            s.set_prefill(true);
         }
         Ok((s, local))
     }

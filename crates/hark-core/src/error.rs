@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 /// What went wrong, independent of which provider, device or file was involved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ErrorKind {

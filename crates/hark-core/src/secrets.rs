@@ -54,6 +54,7 @@ pub fn normalize_endpoint(url: &str) -> Option<String> {
 
 /// Where a key belongs: a provider's official endpoint, or one base URL.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct KeySlot {
     pub provider: String,
     /// The base URL the key is bound to; `None`: the provider's official endpoint.
@@ -124,6 +125,7 @@ impl std::fmt::Debug for ApiKey {
 
 /// Where a key came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum KeySource {
     Environment,

@@ -324,7 +324,7 @@ pub fn prompt_tokens(
     for (i, m) in messages.iter().enumerate() {
         let mark = sentinel(i);
         let Some(at) = rest.find(&mark) else { break };
-        tokens.extend(vocab.tokenize(rest[..at].as_bytes(), false, true));
+        tokens.extend(vocab.tokenize(&rest.as_bytes()[..at], false, true));
         tokens.extend(vocab.tokenize(m.content.replace('\0', "").as_bytes(), false, false));
         rest = &rest[at + mark.len()..];
         placed += 1;

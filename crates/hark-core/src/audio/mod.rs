@@ -6,11 +6,13 @@
 //!   into a lock-free ring; the worker converts them off the callback.
 //! - `input`: [`input::AudioInput`], where utterances come from: the microphone, or a
 //!   scripted source for tests and benchmarks.
+//! - `cue`: the start and stop sounds of push-to-talk.
 //! - `playback`: a rodio player fed sentence by sentence, flushed instantly on barge-in,
 //!   counting the samples actually played so the "heard" text is known.
 //! - `wav`: reading and writing WAV files (`hark talk --wav`, `--out`).
 
 pub mod capture;
+pub mod cue;
 pub mod input;
 pub mod playback;
 pub mod resample;
@@ -62,14 +64,14 @@ impl AudioError {
         }
     }
 
-    pub(crate) fn input(device: &str, detail: impl std::fmt::Display) -> Self {
+    pub fn input(device: &str, detail: impl std::fmt::Display) -> Self {
         AudioError::Input {
             device: device.to_string(),
             detail: detail.to_string(),
         }
     }
 
-    pub(crate) fn output(device: &str, detail: impl std::fmt::Display) -> Self {
+    pub fn output(device: &str, detail: impl std::fmt::Display) -> Self {
         AudioError::Output {
             device: device.to_string(),
             detail: detail.to_string(),
@@ -91,6 +93,7 @@ pub(crate) fn cpal_error(input: bool, device: &str, e: cpal::Error) -> AudioErro
 
 /// An audio device, for the settings list.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct DeviceInfo {
     /// Stable id to select it with.
     pub id: String,

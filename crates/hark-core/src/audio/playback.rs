@@ -198,6 +198,11 @@ pub trait AudioOut: Send + Sync {
     fn name(&self) -> String {
         "speaker".into()
     }
+    /// Plays a short sound (a push-to-talk cue) beside the reply: not counted as reply
+    /// audio, not cut by a flush. Outputs without a device ignore it.
+    fn cue(&self, samples: Vec<f32>, rate: u32) {
+        let _ = (samples, rate);
+    }
 
     /// Starts a sentence; returns its index for `push` and `end_sentence`.
     fn begin_sentence(&self, text: &str) -> usize {
@@ -262,6 +267,9 @@ impl rodio::Source for Tracked {
 /// Plays through an output device with rodio.
 pub struct Speaker {
     player: rodio::Player,
+    /// The cues' own player on the same device, so a cue never mixes into the reply's
+    /// bookkeeping or is flushed with it.
+    cues: rodio::Player,
     /// The device's name, for messages.
     name: String,
     tracker: Arc<Tracker>,
@@ -321,8 +329,10 @@ impl Speaker {
             )
         })??;
         let player = rodio::Player::connect_new(&mixer);
+        let cues = rodio::Player::connect_new(&mixer);
         Ok(Self {
             player,
+            cues,
             name,
             tracker: Arc::new(Tracker::default()),
             _keepalive: keep_tx,
@@ -373,6 +383,13 @@ impl AudioOut for Speaker {
 
     fn name(&self) -> String {
         self.name.clone()
+    }
+
+    fn cue(&self, samples: Vec<f32>, rate: u32) {
+        if let Some(rate) = NonZero::new(rate) {
+            self.cues
+                .append(rodio::buffer::SamplesBuffer::new(NonZero::<u16>::MIN, rate, samples));
+        }
     }
 }
 

@@ -157,6 +157,7 @@ pub enum ToolState {
 
 /// Token usage of one request, provider-reported next to Hark's own estimate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Usage {
     /// Input tokens as reported by the provider, when it reported them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -172,6 +173,7 @@ pub struct Usage {
 
 /// Latency figures of one turn, in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Latency {
     /// Request sent → first token received.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -29,6 +29,7 @@ pub use prompt::{merge_adjacent_users, Prompt, PromptMessage, ToolSpec};
 
 /// History settings (rule 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(default)]
 pub struct HistorySettings {
     /// Keep a context across turns; when off each request carries only the current utterance.
@@ -367,7 +368,43 @@ impl Conversation {
             estimated_tokens: w.tokens,
             raw_tokens: raw,
             tools: self.tools.clone(),
+            max_tokens: None,
         })
+    }
+
+    /// What the next request will start with before the user has said anything: the
+    /// system text (with summary and recall) and the context turns that will still be in
+    /// the window. A local model evaluates it while the user speaks, so after the release
+    /// only the new utterance is left to evaluate (issue 12). Asks for one token.
+    pub fn prefix_prompt(&self) -> Prompt {
+        let w = self.window();
+        let mut messages: Vec<PromptMessage> = self.record[w.start..w.end]
+            .iter()
+            .filter_map(to_prompt_message)
+            .collect();
+        // The turn the next utterance starts is not here yet; what the window would drop to
+        // make room for it is left out too (max_turns counts the coming turn).
+        if self.settings.enabled && self.settings.max_turns > 0 && w.turns >= self.settings.max_turns as usize {
+            let first_turn_end = self.record[w.start + 1..w.end]
+                .iter()
+                .position(Message::is_user)
+                .map_or(w.end, |i| w.start + 1 + i);
+            messages = self.record[first_turn_end..w.end]
+                .iter()
+                .filter_map(to_prompt_message)
+                .collect();
+        }
+        if !self.settings.enabled {
+            messages.clear();
+        }
+        Prompt {
+            system: self.system_text(),
+            messages: merge_adjacent_users(messages),
+            estimated_tokens: w.tokens,
+            raw_tokens: 0,
+            tools: self.tools.clone(),
+            max_tokens: Some(1),
+        }
     }
 
     /// The system text sent with every request: the prompt, then the summary and recall.

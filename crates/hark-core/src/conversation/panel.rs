@@ -8,6 +8,7 @@ use super::{Conversation, HistorySettings, Message, MessageKind, ReplyOutcome, U
 
 /// Session totals over a record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Totals {
     pub turns: u32,
     pub input_tokens: u64,
@@ -38,6 +39,7 @@ pub fn totals(messages: &[Message]) -> Totals {
 
 /// One record entry as the panel shows it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct PanelEntry {
     pub id: String,
     /// "user", "assistant", "tool_result", "note", "context_reset".
@@ -55,6 +57,7 @@ pub struct PanelEntry {
 
 /// The whole panel.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct PanelView {
     pub session_id: String,
     pub model: String,

@@ -19,6 +19,10 @@ pub struct Prompt {
     /// Tools offered to the model (none: the request carries no tool definitions).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<ToolSpec>,
+    /// A reply budget for this request only (a prefill asks for one token); `None`: the
+    /// model's configured budget.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
 }
 
 /// A tool offered to the model: providers send it as Anthropic `tools[]`

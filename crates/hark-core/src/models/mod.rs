@@ -29,6 +29,7 @@ pub const MANIFEST_JSON: &str = include_str!("../../models.json");
 
 /// What a model is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "lowercase")]
 pub enum ModelKind {
     /// A chat model (GGUF) for `hark-llm`.
@@ -158,6 +159,7 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ModelError + '_ {
 
 /// What a fetch is doing, for a progress bar.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
     Downloading,

@@ -32,7 +32,7 @@ impl Anthropic {
 pub fn request_body(config: &ProviderConfig, prompt: &Prompt) -> Value {
     let mut body = json!({
         "model": config.model,
-        "max_tokens": config.max_tokens,
+        "max_tokens": prompt.max_tokens.unwrap_or(config.max_tokens),
         "messages": if prompt.tools.is_empty() {
             encode_messages(&tool_blocks_as_text(&prompt.messages))
         } else {

@@ -50,7 +50,7 @@ pub fn request_body(config: &ProviderConfig, prompt: &Prompt) -> Value {
     } else {
         "max_tokens"
     };
-    body[limit] = json!(config.max_tokens);
+    body[limit] = json!(prompt.max_tokens.unwrap_or(config.max_tokens));
     if let Some(t) = config.temperature {
         body["temperature"] = json!(t);
     }

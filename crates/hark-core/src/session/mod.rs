@@ -135,6 +135,8 @@ pub struct ChatSession {
     late_pending: usize,
     /// A commit landed at another position than ours: someone else wrote to the session.
     stale: bool,
+    /// Evaluate the next request's prefix ahead of time (a local model keeps it cached).
+    prefill: bool,
     /// Woken when background work (a summary fold, a late tool result) has a result, so a
     /// waiting actor applies it without polling.
     background: Arc<Notify>,
@@ -178,6 +180,7 @@ impl ChatSession {
             late_pending: 0,
             background: Arc::new(Notify::new()),
             stale: false,
+            prefill: false,
         }
     }
 
@@ -248,6 +251,30 @@ impl ChatSession {
             changed |= self.settle(&call_id, state, &content)?;
         }
         Ok(self.poll_summary()? || changed)
+    }
+
+    /// Prefill on or off: for a local model, which keeps the evaluated prompt in its cache
+    /// (a cloud provider would bill it, and caches on its own).
+    pub fn set_prefill(&mut self, on: bool) {
+        self.prefill = on;
+    }
+
+    /// Starts evaluating what the next request will start with (system text, summary,
+    /// context turns), in the background, when prefill is on: at push-to-talk press, so
+    /// that after the release only the new utterance is left to evaluate; and once at
+    /// start-up, so the first turn is not a cold one. Nothing is recorded.
+    pub fn prefill(&self) -> Option<tokio::task::JoinHandle<()>> {
+        if !self.prefill {
+            return None;
+        }
+        let prompt = self.conv.prefix_prompt();
+        let model = self.model.clone();
+        Some(tokio::spawn(async move {
+            let (tx, _rx) = mpsc::unbounded_channel();
+            if let Err(e) = model.stream(&prompt, &tx).await {
+                tracing::debug!("prefill failed (the turn evaluates everything itself): {e}");
+            }
+        }))
     }
 
     /// Notified each time background work has a result for [`Self::poll_background`].

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 /// How the key works.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum PttMode {
     /// Speak while the key is held.
@@ -33,6 +34,9 @@ pub enum Phase {
 pub enum Key {
     Press,
     Release,
+    /// One press that toggles, whatever the mode: `hark-app --toggle`, the tray's "Push to
+    /// talk" (a script or a menu cannot hold a key).
+    Toggle,
 }
 
 /// What to do.
@@ -55,6 +59,12 @@ pub struct KeyState {
 /// Decides what a key event means now.
 pub fn decide(mode: PttMode, phase: Phase, key: &mut KeyState, event: Key) -> Action {
     match event {
+        // A toggle never holds the key: the key's own presses and releases are unaffected.
+        Key::Toggle => match phase {
+            Phase::Idle => Action::StartListening,
+            Phase::Listening => Action::StopListening,
+            Phase::Thinking | Phase::Speaking => Action::BargeIn,
+        },
         Key::Press if key.down => Action::Nothing, // auto-repeat while held
         Key::Press => {
             key.down = true;
@@ -78,6 +88,7 @@ pub fn decide(mode: PttMode, phase: Phase, key: &mut KeyState, event: Key) -> Ac
 
 /// Why an utterance does not make a turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum NoTurn {
     /// Released before any audio arrived, or a tap shorter than a syllable.
@@ -165,6 +176,22 @@ mod tests {
                 assert_eq!(run(mode, phase, &[Key::Press]), vec![Action::BargeIn]);
             }
         }
+    }
+
+    #[test]
+    fn a_toggle_starts_stops_and_barges_in_in_either_mode() {
+        for mode in [PttMode::Hold, PttMode::Toggle] {
+            assert_eq!(run(mode, Phase::Idle, &[Key::Toggle]), vec![Action::StartListening]);
+            assert_eq!(run(mode, Phase::Listening, &[Key::Toggle]), vec![Action::StopListening]);
+            assert_eq!(run(mode, Phase::Speaking, &[Key::Toggle]), vec![Action::BargeIn]);
+        }
+        // Listening started by a toggle in hold mode: a stray key release does not end it.
+        let mut k = KeyState::default();
+        decide(PttMode::Hold, Phase::Idle, &mut k, Key::Toggle);
+        assert_eq!(
+            decide(PttMode::Hold, Phase::Listening, &mut k, Key::Release),
+            Action::Nothing
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@ use super::{parse_time, Store, StoreError};
 
 /// A fact the user asked Hark to remember ("remember that I take my tea without sugar").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Fact {
     pub id: String,
     pub text: String,
@@ -21,6 +22,7 @@ pub struct Fact {
 
 /// A message found by full-text search.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct SearchHit {
     pub session_id: String,
     pub session_title: Option<String>,

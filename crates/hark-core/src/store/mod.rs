@@ -171,6 +171,7 @@ impl StoredSession {
 
 /// One row of the session list.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct SessionInfo {
     pub id: String,
     pub title: Option<String>,

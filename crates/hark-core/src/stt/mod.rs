@@ -52,6 +52,7 @@ pub trait LiveTranscription: Send {
 
 /// Which speech-to-text engine to use (as in settings and on the command line).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "kebab-case")]
 pub enum SttKind {
     /// Offline: whisper.cpp on this computer.

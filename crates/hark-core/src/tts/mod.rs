@@ -35,6 +35,7 @@ pub trait Synthesizer: Send + Sync {
 
 /// Which voice to speak with (as in settings and on the command line).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "lowercase")]
 pub enum TtsKind {
     /// The operating system's own voice (offline).

@@ -11,7 +11,9 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::{answer, Voice, VoiceEvent};
+use crate::audio::cue;
 use crate::audio::input::{AudioInput, InputStream};
+use crate::audio::resample::STT_RATE;
 use crate::audio::AudioError;
 use crate::session::ptt::{check_utterance, decide, Action, Key, KeyState, Phase, PttMode};
 use crate::session::{ChatSession, TurnError};
@@ -30,6 +32,9 @@ enum Command {
     Edit(ChatEdit, oneshot::Sender<Result<(), TurnError>>),
     /// Send a fresh `ContextChanged` event.
     Refresh,
+    /// Practice on (the first-run introduction's "say hello"): utterances are transcribed
+    /// and shown, not answered or recorded.
+    Practice(bool),
     /// End the session; the actor returns the conversation.
     Shutdown,
 }
@@ -80,6 +85,12 @@ impl VoiceHandle {
     pub fn refresh(&self) -> Result<(), VoiceStopped> {
         self.tx.try_send(Command::Refresh).map_err(|_| VoiceStopped)
     }
+
+    /// Practice mode on or off: utterances are transcribed and reported
+    /// ([`VoiceEvent::PracticeHeard`]), not answered and not recorded.
+    pub fn practice(&self, on: bool) -> Result<(), VoiceStopped> {
+        self.tx.try_send(Command::Practice(on)).map_err(|_| VoiceStopped)
+    }
 }
 
 fn stopped() -> TurnError {
@@ -113,6 +124,8 @@ pub struct ActorOptions {
     pub input_device: Option<String>,
     /// Where utterances come from (the microphone; a script in tests).
     pub input: Arc<dyn AudioInput>,
+    /// Play the start and stop cues (`audio::cue`) through the output.
+    pub cues: bool,
 }
 
 /// Starts the voice session actor.
@@ -159,6 +172,7 @@ async fn actor(
     let mut key = KeyState::default();
     let mut listening: Option<Listening> = None;
     let mut turn: Option<Turn> = None;
+    let mut practice = false;
     loop {
         let phase = match (&listening, &turn) {
             (Some(_), _) => Phase::Listening,
@@ -180,6 +194,10 @@ async fn actor(
                         }
                         continue;
                     }
+                    Some(Command::Practice(on)) => {
+                        practice = on;
+                        continue;
+                    }
                     Some(Command::Key(k)) => k,
                 };
                 match decide(options.mode, phase, &mut key, k) {
@@ -190,11 +208,21 @@ async fn actor(
                         }
                         listening = start_listening(&voice, &options, &events);
                     }
-                    Action::StartListening => listening = start_listening(&voice, &options, &events),
+                    Action::StartListening => {
+                        listening = start_listening(&voice, &options, &events);
+                        // While the user speaks, the model evaluates what the request will
+                        // start with (a local one; see ChatSession::prefill).
+                        if let (Some(_), Some(c)) = (&listening, &chat) {
+                            c.prefill();
+                        }
+                    }
                     Action::StopListening => {
                         let Some(l) = listening.take() else { continue };
                         let released_at = Instant::now();
                         l.stop.cancel();
+                        if options.cues {
+                            voice.out.cue(cue::stop(), cue::RATE);
+                        }
                         let Some(captured) = captured(l.pump.await, &events, turn.is_none()) else {
                             continue;
                         };
@@ -203,7 +231,11 @@ async fn actor(
                             chat = Some(rejoin(t.task.await));
                         }
                         let Some(c) = chat.take() else { break };
-                        turn = Some(start_turn(c, voice.clone(), captured, released_at, events.clone()));
+                        turn = Some(if practice {
+                            start_practice(c, voice.clone(), captured, events.clone())
+                        } else {
+                            start_turn(c, voice.clone(), captured, released_at, events.clone())
+                        });
                     }
                 }
             }
@@ -339,16 +371,24 @@ fn start_listening(
     };
     let _ = events.send(VoiceEvent::ListeningStarted { device: input.device() });
     voice.stt.prepare();
+    let skip = if options.cues {
+        voice.out.cue(cue::start(), cue::RATE);
+        (cue::SKIP_MS * STT_RATE / 1000) as usize
+    } else {
+        0
+    };
     let stop = CancellationToken::new();
-    let pump = tokio::spawn(pump(input, voice.clone(), stop.clone(), events.clone()));
+    let pump = tokio::spawn(pump(input, voice.clone(), skip, stop.clone(), events.clone()));
     Some(Listening { stop, pump })
 }
 
 /// Moves captured audio to the live transcriber (if any) and collects it, until stopped
-/// or until the input ends by itself (its device failed).
+/// or until the input ends by itself (its device failed). The first `skip` samples (the
+/// start cue, heard by the microphone) are left out.
 async fn pump(
     mut input: Box<dyn InputStream>,
     voice: Voice,
+    mut skip: usize,
     stop: CancellationToken,
     events: mpsc::UnboundedSender<VoiceEvent>,
 ) -> Result<Captured, TurnError> {
@@ -361,8 +401,11 @@ async fn pump(
             _ = stop.cancelled() => break,
             Some(text) = interim_rx.recv() => { let _ = events.send(VoiceEvent::TranscriptInterim { text }); }
             chunk = input.next_chunk() => {
-                let Some(chunk) = chunk else { break };
+                let Some(mut chunk) = chunk else { break };
                 let _ = events.send(VoiceEvent::Level { rms: input.level() });
+                let cut = skip.min(chunk.len());
+                chunk.drain(..cut);
+                skip -= cut;
                 if let Some(l) = live.as_mut() {
                     l.send(&chunk).await?;
                 }
@@ -387,6 +430,37 @@ async fn pump(
         _ => None,
     };
     Ok((all, transcript))
+}
+
+/// Practice: the utterance is transcribed and reported, no model turn, nothing recorded.
+fn start_practice(
+    chat: ChatSession,
+    voice: Voice,
+    (samples, live_transcript): Captured,
+    events: mpsc::UnboundedSender<VoiceEvent>,
+) -> Turn {
+    let task = tokio::spawn(async move {
+        let heard = match live_transcript {
+            Some(t) => Ok(t.trim().to_string()),
+            None => super::transcribe(voice.stt.as_ref(), &samples).await,
+        };
+        match heard {
+            Ok(transcript) => {
+                let _ = events.send(VoiceEvent::TranscriptFinal {
+                    text: transcript.clone(),
+                });
+                let _ = events.send(VoiceEvent::PracticeHeard { transcript });
+            }
+            Err(e) => {
+                let _ = events.send(VoiceEvent::failed(&TurnError::Provider(e)));
+            }
+        }
+        chat
+    });
+    Turn {
+        cancel: CancellationToken::new(),
+        task,
+    }
 }
 
 fn start_turn(

@@ -40,6 +40,7 @@ pub struct Voice {
 
 /// Latency figures of one voice turn, in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct TurnMetrics {
     /// Release → final transcript.
     pub transcript_ms: Option<u64>,
@@ -53,6 +54,7 @@ pub struct TurnMetrics {
 
 /// What the UI hears from a voice session (past tense: these happened).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum VoiceEvent {
     /// The microphone is open: speak now.
@@ -107,12 +109,19 @@ pub enum VoiceEvent {
     /// what the library or server said (for a "details" disclosure and the log).
     Failed {
         kind: ErrorKind,
+        /// The kind's title, for a banner's heading.
+        title: String,
         message: String,
         next_step: String,
         detail: Option<String>,
     },
     /// Ready for the next press.
     Idle,
+    /// Practice (the introduction's "say hello"): what was heard. Nothing was answered or
+    /// recorded.
+    PracticeHeard {
+        transcript: String,
+    },
 }
 
 impl VoiceEvent {
@@ -127,6 +136,7 @@ impl VoiceEvent {
     pub fn failed(e: &TurnError) -> Self {
         VoiceEvent::Failed {
             kind: e.kind(),
+            title: e.kind().title().into(),
             message: e.to_string(),
             next_step: e.next_step().into(),
             detail: e.detail(),

@@ -44,6 +44,7 @@ fn rig(transcripts: &[&str]) -> Rig {
         mode: PttMode::Hold,
         input_device: None,
         input: Arc::new(mic.clone()),
+        cues: false,
     };
     Rig {
         session: spawn(chat, voice, options, tx),
@@ -241,4 +242,80 @@ async fn a_stalled_speaker_fails_the_turn_instead_of_waiting_forever() {
     };
     assert_eq!(a.generated, "Hello there. How are you?");
     assert_eq!(a.heard.as_deref(), Some(""));
+}
+
+#[tokio::test]
+async fn practice_transcribes_without_answering_or_recording() {
+    let mut r = rig(&["hello Hark"]);
+    r.session.handle().practice(true).unwrap();
+    say(&mut r, 300).await;
+    let heard = wait_for(&mut r.events, "the practice transcript", |e| {
+        matches!(e, VoiceEvent::PracticeHeard { .. })
+    })
+    .await;
+    assert_eq!(
+        heard,
+        VoiceEvent::PracticeHeard {
+            transcript: "hello Hark".into()
+        }
+    );
+    wait_for(&mut r.events, "idle", |e| matches!(e, VoiceEvent::Idle)).await;
+    r.session.handle().practice(false).unwrap();
+    let chat = r.session.shutdown().await.unwrap();
+    assert!(chat.conversation().record().is_empty(), "nothing recorded");
+    assert!(r.model.prompts().is_empty(), "nothing asked");
+}
+
+/// The start cue reaches the microphone (a speaker near it, or here a virtual microphone
+/// that hears the speaker): it is cut from the utterance.
+#[tokio::test]
+async fn the_start_cue_is_cut_from_the_utterance() {
+    let store = Arc::new(Store::open_in_memory().unwrap());
+    let model = ScriptedModel::new();
+    let chat = ChatSession::create(store, Box::new(model), "", HistorySettings::default()).unwrap();
+    // A transcriber that reports how much audio it got.
+    struct Counting;
+    #[async_trait::async_trait]
+    impl crate::stt::Transcriber for Counting {
+        fn name(&self) -> &'static str {
+            "counting"
+        }
+        async fn transcribe(&self, audio: &[f32]) -> Result<String, crate::provider::ProviderError> {
+            Ok(format!("{} samples", audio.len()))
+        }
+    }
+    let voice = Voice {
+        stt: Arc::new(Counting),
+        tts: Arc::new(ToneTts { ms_per_char: 1 }),
+        out: Arc::new(ClockOut::new()),
+    };
+    let mic = Scripted::new();
+    mic.push(Script::Speak(speech_samples(600)));
+    let (tx, mut events) = mpsc::unbounded_channel();
+    let session = spawn(
+        chat,
+        voice,
+        ActorOptions {
+            mode: PttMode::Hold,
+            input_device: None,
+            input: Arc::new(mic),
+            cues: true,
+        },
+        tx,
+    );
+    session.handle().practice(true).unwrap();
+    session.handle().key(Key::Press).unwrap();
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    session.handle().key(Key::Release).unwrap();
+    let heard = wait_for(&mut events, "the transcript", |e| {
+        matches!(e, VoiceEvent::PracticeHeard { .. })
+    })
+    .await;
+    let skipped = (crate::audio::cue::SKIP_MS * 16) as usize;
+    assert_eq!(
+        heard,
+        VoiceEvent::PracticeHeard {
+            transcript: format!("{} samples", 600 * 16 - skipped)
+        }
+    );
 }

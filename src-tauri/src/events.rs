@@ -1,0 +1,193 @@
+//! What the app tells its windows, over each window's `Channel`, and the one true status
+//! line: [`Status`] is derived here, in Rust, from what the voice session and the start-up
+//! report, so the window, the tray and the overlay can never disagree about it.
+
+use hark_core::error::ErrorKind;
+use hark_core::models::Phase;
+use hark_core::session::voice::VoiceEvent;
+use serde::Serialize;
+
+use crate::error::CommandError;
+
+/// Where Hark is. The state line shows it, the tray's icon and tooltip follow it.
+#[derive(Debug, Clone, PartialEq, Serialize, specta::Type)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Status {
+    /// Nothing is set up yet: the first-run introduction asks how Hark should think (and
+    /// nothing is downloaded before the user has chosen).
+    Waiting {
+        what: String,
+    },
+    /// Something named is being prepared; a turn cannot be taken yet.
+    Preparing {
+        what: String,
+    },
+    /// A turn can be taken: press to talk.
+    Ready,
+    Listening,
+    Thinking,
+    Speaking,
+    /// No microphone to listen with; everything else works.
+    NoMicrophone {
+        message: String,
+    },
+    /// A turn cannot be taken until the user acts (a download failed or was paused, the
+    /// offline engine did not start); the problem says what to do.
+    Unavailable {
+        problem: CommandError,
+    },
+    /// Hark could not start (an unreadable database or settings file): the window shows
+    /// what, where, and how to go on.
+    Fatal {
+        problem: CommandError,
+        path: String,
+    },
+}
+
+impl Status {
+    /// The tray's tooltip (and title on Linux).
+    pub fn tooltip(&self) -> String {
+        match self {
+            Status::Preparing { what } | Status::Waiting { what } => format!("Hark — {what}"),
+            Status::Ready => "Hark — ready".into(),
+            Status::Listening => "Hark — listening".into(),
+            Status::Thinking => "Hark — thinking".into(),
+            Status::Speaking => "Hark — speaking".into(),
+            Status::NoMicrophone { .. } => "Hark — no microphone".into(),
+            Status::Unavailable { problem } | Status::Fatal { problem, .. } => format!("Hark — {}", problem.title),
+        }
+    }
+
+    /// Which of the tray's icons shows it.
+    pub fn icon(&self) -> TrayIcon {
+        match self {
+            Status::Ready => TrayIcon::Idle,
+            Status::Listening => TrayIcon::Listening,
+            Status::Thinking | Status::Preparing { .. } | Status::Waiting { .. } => TrayIcon::Thinking,
+            Status::Speaking => TrayIcon::Speaking,
+            Status::NoMicrophone { .. } | Status::Unavailable { .. } | Status::Fatal { .. } => TrayIcon::Error,
+        }
+    }
+
+    /// Whether a press can start a turn now.
+    pub fn can_listen(&self) -> bool {
+        matches!(
+            self,
+            Status::Ready | Status::Listening | Status::Thinking | Status::Speaking | Status::NoMicrophone { .. }
+        )
+    }
+
+    /// The status after a voice event, if it changes. `idle` is what "idle" means now:
+    /// [`Status::Ready`], or [`Status::NoMicrophone`] while no microphone can be opened.
+    pub fn after(&self, event: &VoiceEvent, idle: &Status) -> Option<Status> {
+        let next = match event {
+            VoiceEvent::ListeningStarted { .. } => Status::Listening,
+            VoiceEvent::ThinkingStarted | VoiceEvent::TranscriptFinal { .. } if *self == Status::Listening => {
+                Status::Thinking
+            }
+            VoiceEvent::ThinkingStarted => Status::Thinking,
+            VoiceEvent::SpeakingStarted => Status::Speaking,
+            VoiceEvent::Idle => idle.clone(),
+            VoiceEvent::Failed {
+                kind: ErrorKind::Microphone,
+                message,
+                ..
+            } => Status::NoMicrophone {
+                message: message.clone(),
+            },
+            _ => return None,
+        };
+        (next != *self).then_some(next)
+    }
+}
+
+/// The tray's icons.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, specta::Type)]
+#[serde(rename_all = "snake_case")]
+pub enum TrayIcon {
+    Idle,
+    Listening,
+    Thinking,
+    Speaking,
+    Error,
+}
+
+/// A model download, for the progress bar: totals are the manifest's sizes.
+#[derive(Debug, Clone, PartialEq, Serialize, specta::Type)]
+pub struct Download {
+    /// The models being fetched, e.g. "the offline speech and chat models".
+    pub what: String,
+    /// The model being fetched now (manifest id) and its description.
+    pub model: String,
+    pub label: String,
+    pub phase: Phase,
+    /// Bytes downloaded of all models so far, and in all.
+    pub done: u64,
+    pub total: u64,
+    /// Recent speed, once known.
+    pub bytes_per_sec: Option<u64>,
+    /// Time left at that speed.
+    pub eta_secs: Option<u64>,
+}
+
+/// Which view of the main window to show (the tray's "Settings").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, specta::Type)]
+#[serde(rename_all = "snake_case")]
+pub enum View {
+    Settings,
+}
+
+/// Everything a window hears, in order.
+#[derive(Debug, Clone, PartialEq, Serialize, specta::Type)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AppEvent {
+    /// From the voice session: transcript, reply, level, the history panel...
+    Voice { event: VoiceEvent },
+    /// The status line changed.
+    Status { status: Status },
+    /// A model download moved on; `None` when it ended.
+    Download { progress: Option<Download> },
+    /// Something the user should know (a banner); not one for a condition Hark is still
+    /// setting up.
+    Problem { problem: CommandError },
+    /// Something worth knowing that is no problem (an update check's answer).
+    Notice { message: String },
+    /// A session is running (after start-up, a switch, or a settings change).
+    SessionStarted { session_id: String },
+    /// The microphone check's level and the device it listens to.
+    MicLevel { rms: f32, device: String },
+    /// The window should show this view (the tray asked).
+    Navigate { view: View },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_status_follows_the_voice_session_and_a_missing_microphone_is_its_own_state() {
+        let ready = Status::Ready;
+        let s = Status::Ready
+            .after(&VoiceEvent::ListeningStarted { device: "mic".into() }, &ready)
+            .unwrap();
+        assert_eq!(s, Status::Listening);
+        let s = s.after(&VoiceEvent::ThinkingStarted, &ready).unwrap();
+        assert_eq!(s, Status::Thinking);
+        assert_eq!(s.after(&VoiceEvent::SpeakingStarted, &ready), Some(Status::Speaking));
+        assert_eq!(Status::Speaking.after(&VoiceEvent::Idle, &ready), Some(Status::Ready));
+        assert_eq!(Status::Ready.after(&VoiceEvent::Level { rms: 0.1 }, &ready), None);
+        let failed = VoiceEvent::Failed {
+            kind: ErrorKind::Microphone,
+            title: String::new(),
+            message: "no microphone found".into(),
+            next_step: String::new(),
+            detail: None,
+        };
+        let s = Status::Ready.after(&failed, &ready).unwrap();
+        assert!(matches!(s, Status::NoMicrophone { .. }));
+        assert!(s.can_listen(), "a press tries the microphone again");
+        assert_eq!(s.icon(), TrayIcon::Error);
+        assert!(!Status::Preparing { what: "x".into() }.can_listen());
+        assert_eq!(Status::Listening.tooltip(), "Hark — listening");
+    }
+}

@@ -1,0 +1,243 @@
+//! What the commands, the tray and the shortcut share: the store, the settings, the running
+//! session, the windows' channels, and the one status line.
+//!
+//! Locks: std `Mutex` for plain values that are read or replaced whole and never held
+//! across an await; a tokio `Mutex` for the runtime, because switching sessions awaits the
+//! old actor's end.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use hark_core::conversation::PanelView;
+use hark_core::error::ErrorKind;
+use hark_core::secrets::Keychain;
+use hark_core::session::ptt::Key;
+use hark_core::session::voice::{VoiceEvent, VoiceHandle};
+use hark_core::store::Store;
+use tauri::ipc::Channel;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{CmdResult, CommandError};
+use crate::events::{AppEvent, Download, Status};
+use crate::logging::Logs;
+use crate::runtime::Runtime;
+use crate::settings::AppSettings;
+
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // The guarded values are plain data replaced whole; a poisoned lock still holds a
+    // consistent value.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What a window needs when it opens (or reopens) to show the truth without waiting for
+/// events: kept up to date as events pass.
+#[derive(Debug, Clone, Default)]
+pub struct Latest {
+    pub panel: Option<Box<PanelView>>,
+    pub download: Option<Download>,
+    /// Problems to show as banners (setup problems: no speaker, shortcut taken).
+    pub problems: Vec<CommandError>,
+}
+
+/// A start-up problem Hark cannot run with; the window offers to start fresh.
+#[derive(Debug, Clone)]
+pub enum Fatal {
+    /// The database at this path cannot be opened (unreadable, corrupt, newer).
+    Database(std::path::PathBuf),
+    /// The settings file at this path cannot be read.
+    Settings(std::path::PathBuf),
+}
+
+pub struct AppState {
+    /// The fatal start-up problem that stands, if any.
+    pub fatal: Mutex<Option<Fatal>>,
+    /// `None` while a fatal start-up problem (an unreadable database) stands.
+    pub store: Mutex<Option<Arc<Store>>>,
+    pub keychain: Keychain,
+    pub settings: Mutex<AppSettings>,
+    /// The running session; a tokio Mutex because switching sessions awaits the old actor.
+    pub runtime: tokio::sync::Mutex<Option<Runtime>>,
+    /// The running session's handle, for the shortcut, the tray and `ptt` (which must not
+    /// wait behind a session switch).
+    pub voice: Mutex<Option<VoiceHandle>>,
+    /// Each window's channel, by window label.
+    channels: Mutex<HashMap<String, Channel<AppEvent>>>,
+    status: Mutex<Status>,
+    /// What "idle" means now: ready, or no microphone.
+    idle: Mutex<Status>,
+    latest: Mutex<Latest>,
+    /// A `--toggle` that came before the session could take it.
+    pub pending_toggle: AtomicBool,
+    /// Cancels the model download in progress.
+    pub download: Mutex<Option<CancellationToken>>,
+    /// The microphone check of the introduction, while it runs.
+    pub mic_check: Mutex<Option<CancellationToken>>,
+    pub logs: Logs,
+    /// Changes of status go to the tray (and the overlay's visibility) through this.
+    on_status: Box<dyn Fn(&Status) + Send + Sync>,
+}
+
+impl AppState {
+    pub fn new(
+        store: Option<Arc<Store>>,
+        settings: AppSettings,
+        status: Status,
+        logs: Logs,
+        on_status: Box<dyn Fn(&Status) + Send + Sync>,
+    ) -> Self {
+        Self {
+            fatal: Mutex::new(None),
+            store: Mutex::new(store),
+            keychain: Keychain::default(),
+            settings: Mutex::new(settings),
+            runtime: tokio::sync::Mutex::new(None),
+            voice: Mutex::new(None),
+            channels: Mutex::new(HashMap::new()),
+            status: Mutex::new(status),
+            idle: Mutex::new(Status::Ready),
+            latest: Mutex::new(Latest::default()),
+            pending_toggle: AtomicBool::new(false),
+            download: Mutex::new(None),
+            mic_check: Mutex::new(None),
+            logs,
+            on_status,
+        }
+    }
+
+    /// The store, or the fatal problem that stands instead of it.
+    pub fn store(&self) -> CmdResult<Arc<Store>> {
+        lock(&self.store).clone().ok_or_else(|| {
+            CommandError::new(ErrorKind::Storage, "the conversation database could not be opened")
+                .with_next_step("start with a fresh database (the window shows how)")
+        })
+    }
+
+    pub fn settings(&self) -> AppSettings {
+        lock(&self.settings).clone()
+    }
+
+    pub fn status(&self) -> Status {
+        lock(&self.status).clone()
+    }
+
+    pub fn latest(&self) -> Latest {
+        lock(&self.latest).clone()
+    }
+
+    /// A window listens here from now on (replacing its earlier channel).
+    pub fn subscribe(&self, window: &str, channel: Channel<AppEvent>) {
+        lock(&self.channels).insert(window.to_string(), channel);
+    }
+
+    /// Sends an event to every window, keeping what a window opening later must know.
+    pub fn emit(&self, event: AppEvent) {
+        match &event {
+            AppEvent::Voice {
+                event: VoiceEvent::ContextChanged { panel },
+            } => lock(&self.latest).panel = Some(panel.clone()),
+            AppEvent::Download { progress } => lock(&self.latest).download = progress.clone(),
+            AppEvent::Problem { problem } => {
+                let mut l = lock(&self.latest);
+                l.problems.retain(|p| p != problem);
+                l.problems.push(problem.clone());
+            }
+            _ => {}
+        }
+        let channels = lock(&self.channels);
+        for ch in channels.values() {
+            let _ = ch.send(event.clone());
+        }
+    }
+
+    /// Shows a problem as a banner (and logs it).
+    pub fn problem(&self, problem: CommandError) {
+        tracing::warn!(kind = %problem.kind, detail = ?problem.detail, "{}", problem.message);
+        self.emit(AppEvent::Problem { problem });
+    }
+
+    /// Forgets the setup problems (a new session brings its own).
+    pub fn clear_problems(&self) {
+        lock(&self.latest).problems.clear();
+    }
+
+    /// Sets the status line (the tray and the overlay follow).
+    pub fn set_status(&self, status: Status) {
+        {
+            let mut s = lock(&self.status);
+            if *s == status {
+                return;
+            }
+            *s = status.clone();
+        }
+        (self.on_status)(&status);
+        self.emit(AppEvent::Status { status });
+    }
+
+    /// What idle means from now on (ready, or no microphone); applied at once when idle.
+    pub fn set_idle(&self, idle: Status) {
+        *lock(&self.idle) = idle.clone();
+        let now = self.status();
+        if matches!(now, Status::Ready | Status::NoMicrophone { .. }) {
+            self.set_status(idle);
+        }
+    }
+
+    /// A voice event: to the windows, and into the status line.
+    pub fn voice_event(&self, event: VoiceEvent) {
+        if let VoiceEvent::ListeningStarted { .. } = event {
+            // A microphone opened: idle is ready again.
+            *lock(&self.idle) = Status::Ready;
+        }
+        if let VoiceEvent::Failed { kind, message, .. } = &event {
+            if *kind == ErrorKind::Microphone {
+                *lock(&self.idle) = Status::NoMicrophone {
+                    message: message.clone(),
+                };
+            }
+        }
+        let idle = lock(&self.idle).clone();
+        let next = self.status().after(&event, &idle);
+        self.emit(AppEvent::Voice { event });
+        if let Some(s) = next {
+            self.set_status(s);
+        }
+    }
+
+    /// A push-to-talk key event from the button, the shortcut or the tray. With no session
+    /// yet (Hark is still preparing) the window says what is being prepared, in a notice
+    /// rather than an error: nothing is silently dropped.
+    pub fn key(&self, key: Key) -> CmdResult<()> {
+        let handle = lock(&self.voice).clone();
+        match handle {
+            Some(h) if self.status().can_listen() => h
+                .key(key)
+                .map_err(|e| CommandError::new(ErrorKind::NotReady, e.to_string())),
+            _ => {
+                let what = match self.status() {
+                    Status::Preparing { what } | Status::Waiting { what } => what,
+                    Status::Unavailable { problem } | Status::Fatal { problem, .. } => return Err(problem),
+                    _ => "the session".to_string(),
+                };
+                if key == Key::Release {
+                    return Ok(());
+                }
+                let notice = CommandError::new(ErrorKind::NotReady, format!("Hark is not ready yet: {what}"));
+                self.emit(AppEvent::Problem {
+                    problem: notice.clone(),
+                });
+                Err(notice)
+            }
+        }
+    }
+
+    /// A `--toggle` from a second launch: pressed now if a session can take it, else as
+    /// soon as one can.
+    pub fn toggle(&self) {
+        if lock(&self.voice).is_some() && self.status().can_listen() {
+            let _ = self.key(Key::Toggle);
+        } else {
+            self.pending_toggle.store(true, Ordering::SeqCst);
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! Hark in the tray: an icon and tooltip that follow the status (idle, listening, thinking,
+//! speaking, error), and a menu: Show Hark, Push to talk, New conversation, Settings,
+//! Check for updates, Quit. Closing the window only hides it; Quit ends the app and its
+//! offline model server.
+
+use tauri::image::Image;
+use tauri::menu::{Menu, MenuItem, PredefinedMenuItem};
+use tauri::tray::{MouseButton, MouseButtonState, TrayIconBuilder, TrayIconEvent};
+use tauri::{AppHandle, Manager};
+
+use crate::events::{AppEvent, Status, TrayIcon, View};
+use crate::state::AppState;
+
+const TRAY: &str = "hark";
+
+fn image(icon: TrayIcon) -> Option<Image<'static>> {
+    let bytes: &'static [u8] = match icon {
+        TrayIcon::Idle => include_bytes!("../../icons/tray/idle.png"),
+        TrayIcon::Listening => include_bytes!("../../icons/tray/listening.png"),
+        TrayIcon::Thinking => include_bytes!("../../icons/tray/thinking.png"),
+        TrayIcon::Speaking => include_bytes!("../../icons/tray/speaking.png"),
+        TrayIcon::Error => include_bytes!("../../icons/tray/error.png"),
+    };
+    Image::from_bytes(bytes).ok()
+}
+
+/// Shows, unminimises and focuses the main window.
+pub fn show_main(app: &AppHandle) {
+    if let Some(w) = app.get_webview_window("main") {
+        let _ = w.show();
+        let _ = w.unminimize();
+        let _ = w.set_focus();
+    }
+}
+
+/// Builds the tray icon and its menu.
+pub fn build(app: &AppHandle, status: &Status, updates: bool) -> tauri::Result<()> {
+    let show = MenuItem::with_id(app, "show", "Show Hark", true, None::<&str>)?;
+    let ptt = MenuItem::with_id(app, "ptt", "Push to talk", true, None::<&str>)?;
+    let new = MenuItem::with_id(app, "new", "New conversation", true, None::<&str>)?;
+    let settings = MenuItem::with_id(app, "settings", "Settings…", true, None::<&str>)?;
+    let update = MenuItem::with_id(app, "update", "Check for updates…", updates, None::<&str>)?;
+    let sep = PredefinedMenuItem::separator(app)?;
+    let quit = MenuItem::with_id(app, "quit", "Quit Hark", true, None::<&str>)?;
+    let menu = Menu::with_items(app, &[&show, &ptt, &new, &settings, &update, &sep, &quit])?;
+    let mut builder = TrayIconBuilder::with_id(TRAY)
+        .tooltip(status.tooltip())
+        .menu(&menu)
+        .show_menu_on_left_click(false)
+        .on_menu_event(|app, event| on_menu(app, event.id().as_ref()))
+        .on_tray_icon_event(|tray, event| {
+            if let TrayIconEvent::Click {
+                button: MouseButton::Left,
+                button_state: MouseButtonState::Up,
+                ..
+            } = event
+            {
+                show_main(tray.app_handle());
+            }
+        });
+    if let Some(img) = image(status.icon()) {
+        builder = builder.icon(img);
+    }
+    builder.build(app)?;
+    Ok(())
+}
+
+fn on_menu(app: &AppHandle, id: &str) {
+    let state = app.state::<AppState>();
+    match id {
+        "show" => show_main(app),
+        "ptt" => {
+            let _ = state.key(hark_core::session::ptt::Key::Toggle);
+        }
+        "new" => {
+            let app = app.clone();
+            tauri::async_runtime::spawn(async move {
+                if let Err(e) = crate::runtime::switch(&app, None).await {
+                    app.state::<AppState>().problem(e);
+                }
+            });
+        }
+        "settings" => {
+            show_main(app);
+            state.emit(AppEvent::Navigate { view: View::Settings });
+        }
+        "update" => {
+            let app = app.clone();
+            tauri::async_runtime::spawn(async move {
+                let found = crate::update::check(&app).await;
+                let state = app.state::<AppState>();
+                match found {
+                    Ok(message) => state.emit(AppEvent::Notice { message }),
+                    Err(e) => state.problem(e),
+                }
+            });
+        }
+        "quit" => app.exit(0),
+        _ => {}
+    }
+}
+
+/// The tray follows the status.
+pub fn show_status(app: &AppHandle, status: &Status) {
+    if let Some(tray) = app.tray_by_id(TRAY) {
+        let _ = tray.set_icon(image(status.icon()));
+        let _ = tray.set_tooltip(Some(status.tooltip()));
+    }
+}

@@ -1,0 +1,502 @@
+//! Driving the real app: tauri-driver + WebKitWebDriver on the virtual display, with the
+//! virtual speaker and microphone, the private Secret Service and loopback providers that
+//! scripts/test.sh provides. Each test runs the app with its own config, database, log
+//! and keychain service.
+#![allow(dead_code)] // each test file uses part of it
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{json, Value};
+
+/// Why these tests are ignored for a plain `cargo test`.
+pub const NEEDS: &str = "needs scripts/test.sh (display, virtual audio, keyring, models)";
+
+/// Fails unless the display, audio, session bus and tauri-driver are there.
+pub fn require_environment() {
+    for v in ["DISPLAY", "PULSE_SERVER", "DBUS_SESSION_BUS_ADDRESS", "HARK_MODELS_DIR"] {
+        assert!(
+            std::env::var_os(v).is_some(),
+            "{v} is not set: run the tests through scripts/test.sh"
+        );
+    }
+    assert!(
+        Command::new("tauri-driver").arg("--help").output().is_ok(),
+        "tauri-driver is missing: scripts/install-deps.sh installs it"
+    );
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// tauri-driver, stopped with SIGTERM so it also stops WebKitWebDriver (and the app).
+pub struct Driver(Child);
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").arg("-TERM").arg(self.0.id().to_string()).status();
+        let _ = self.0.wait();
+    }
+}
+
+/// The app under test: the WebDriver client and its driver.
+pub struct App {
+    pub c: Client,
+    pub driver: Driver,
+    pub dir: PathBuf,
+}
+
+/// Where an app's files go, and what it starts with.
+pub struct Setup {
+    pub dir: PathBuf,
+    pub config: PathBuf,
+    pub db: PathBuf,
+    pub logs: PathBuf,
+    pub service: String,
+    pub env: Vec<(String, PathBuf)>,
+}
+
+impl Setup {
+    /// A fresh directory for one app run, with these settings (`None`: no settings file at
+    /// all, a first run).
+    pub fn new(dir: &Path, name: &str, settings: Option<Value>) -> Self {
+        let config = dir.join(format!("{name}-config"));
+        std::fs::create_dir_all(&config).unwrap();
+        if let Some(s) = settings {
+            std::fs::write(config.join("settings.json"), s.to_string()).unwrap();
+        }
+        Setup {
+            dir: dir.to_path_buf(),
+            config,
+            db: dir.join(format!("{name}.db")),
+            logs: dir.join(format!("{name}-logs")),
+            service: format!("hark-{name}-test-{}", std::process::id()),
+            env: Vec::new(),
+        }
+    }
+
+    pub fn env(mut self, key: &str, value: impl Into<PathBuf>) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+}
+
+/// The tests share one virtual microphone and speaker: one app at a time.
+pub static ONE_APP: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Starts the app under tauri-driver with the setup's config dir, database, log dir and
+/// keychain service, and no API keys in the environment.
+pub async fn open_app(setup: &Setup) -> App {
+    // The previous test's app is gone first (its driver was stopped, it may still be
+    // exiting): tests count processes and share the shortcut keys and the audio devices.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while app_processes() > 0 {
+        assert!(Instant::now() < deadline, "an earlier hark-app did not exit");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // No key held down by an earlier test that failed mid-press.
+    let _ = Command::new("xdotool")
+        .args(["keyup", "ctrl", "alt", "shift", "super", "space"])
+        .status();
+    let port = free_port();
+    let mut cmd = Command::new("tauri-driver");
+    cmd.args(["--port", &port.to_string(), "--native-port", &free_port().to_string()])
+        .env("HARK_CONFIG_DIR", &setup.config)
+        .env("HARK_DB", &setup.db)
+        .env("HARK_LOG_DIR", &setup.logs)
+        .env("HARK_KEYCHAIN_SERVICE", &setup.service)
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("DEEPGRAM_API_KEY")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    for (k, v) in &setup.env {
+        cmd.env(k, v);
+    }
+    let driver = Driver(cmd.spawn().expect("tauri-driver"));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "tauri-driver did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut caps = serde_json::Map::new();
+    caps.insert(
+        "tauri:options".into(),
+        json!({ "application": env!("CARGO_BIN_EXE_hark-app") }),
+    );
+    let c = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(caps)
+        .connect(&format!("http://127.0.0.1:{port}"))
+        .await
+        .expect("a WebDriver session with the app");
+    let app = App {
+        c,
+        driver,
+        dir: setup.dir.clone(),
+    };
+    app.wait("the window", "return document.body.dataset.ready === 'true'", |v| {
+        v == true
+    })
+    .await;
+    app
+}
+
+impl App {
+    pub async fn js(&self, script: &str) -> Value {
+        self.c.execute(script, vec![]).await.unwrap()
+    }
+
+    /// Polls a script until `pred` holds for its value (60 s at most).
+    pub async fn wait(&self, what: &str, script: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        self.wait_for(what, script, Duration::from_secs(60), pred).await
+    }
+
+    pub async fn wait_for(&self, what: &str, script: &str, limit: Duration, pred: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + limit;
+        loop {
+            let v = self.js(script).await;
+            if pred(&v) {
+                return v;
+            }
+            if Instant::now() > deadline {
+                let banners = self
+                    .js("return document.querySelector('#banners')?.innerText ?? ''")
+                    .await;
+                panic!("timed out waiting for {what}; last value {v}; banners: {banners}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Waits for the status line's state ("ready", "listening", ...).
+    pub async fn phase(&self, want: &'static str) {
+        self.wait(
+            want,
+            "return document.querySelector('#state')?.dataset.phase ?? null",
+            |v| v == want,
+        )
+        .await;
+    }
+
+    pub async fn click(&self, css: &str) {
+        self.c.find(Locator::Css(css)).await.unwrap().click().await.unwrap();
+    }
+
+    /// Clicks with a script (for buttons below the fold of a dialog).
+    pub async fn click_js(&self, css: &str) {
+        let s = format!("document.querySelector({}).click(); return true", json!(css));
+        self.js(&s).await;
+    }
+
+    /// Chooses the option of a select (by the start of its label) as a user would: the
+    /// change event follows.
+    pub async fn choose(&self, select: &str, label_start: &str) {
+        let s = format!(
+            "const s = document.querySelector({}); const i = [...s.options].findIndex(o => o.textContent.trim().startsWith({})); \
+             if (i < 0) return false; s.selectedIndex = i; s.dispatchEvent(new Event('change', {{bubbles: true}})); return true",
+            json!(select),
+            json!(label_start)
+        );
+        assert_eq!(self.js(&s).await, true, "{select} has an option {label_start:?}");
+    }
+
+    pub async fn text(&self, css: &str) -> String {
+        let s = format!("return document.querySelector({})?.innerText ?? ''", json!(css));
+        self.js(&s).await.as_str().unwrap_or_default().to_string()
+    }
+
+    /// Banners that are problems (not notices, not the download's progress).
+    pub async fn error_banners(&self) -> String {
+        self.js(
+            "return [...document.querySelectorAll('#banners .banner:not(.notice):not(.progress)')].map(b => b.innerText).join(' | ')",
+        )
+        .await
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+    }
+
+    /// A picture of the window as the display shows it (for docs/; `HARK_SCREENSHOTS`).
+    /// Taken from the X server, not WebDriver: WebKit's own snapshot can lag behind a
+    /// modal dialog that has just closed.
+    pub async fn screenshot(&self, name: &str) {
+        if let Some(dir) = std::env::var_os("HARK_SCREENSHOTS") {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let window = visible_windows("Hark").into_iter().next().expect("the window shows");
+            let out = PathBuf::from(dir).join(name);
+            let ok = Command::new("import")
+                .args(["-window", &window.to_string()])
+                .arg(&out)
+                .status()
+                .unwrap();
+            assert!(ok.success(), "screenshot {name}");
+        }
+    }
+
+    /// Opens Settings and waits until the dialog shows.
+    pub async fn open_settings(&self) {
+        self.click("#open-settings").await;
+        self.wait(
+            "the settings open",
+            "return document.querySelector('#settings')?.open === true",
+            |v| v == true,
+        )
+        .await;
+    }
+
+    /// Saves Settings and waits until the dialog has closed.
+    pub async fn save_settings(&self) {
+        self.click_js("#settings-save").await;
+        self.wait(
+            "the settings closed",
+            "return document.querySelector('#settings') === null",
+            |v| v == true,
+        )
+        .await;
+    }
+
+    pub async fn close(self) {
+        let _ = self.c.close().await;
+        drop(self.driver);
+    }
+}
+
+pub const HISTORY: &str = "return Array.from(document.querySelectorAll('#history li')).map(li => ({cls: li.className, text: li.querySelector('.text') ? li.querySelector('.text').textContent : li.textContent}))";
+
+pub fn in_context(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cls"].as_str().unwrap().contains(" in-context"))
+        .map(|e| e["text"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Plays a WAV into the virtual microphone (through the virtual speaker it listens to).
+pub async fn play(wav: &Path) {
+    let wav = wav.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        assert!(Command::new("paplay")
+            .arg("--device=spk")
+            .arg(&wav)
+            .status()
+            .unwrap()
+            .success());
+    })
+    .await
+    .unwrap();
+}
+
+/// Presses (or releases) an X11 key combination, e.g. `ctrl+alt+shift+F9`: a real key
+/// event, as the user's keyboard makes it, whichever window has the focus.
+pub fn key(down: bool, combo: &str) {
+    let ok = Command::new("xdotool")
+        .args([if down { "keydown" } else { "keyup" }, "--clearmodifiers", combo])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+}
+
+/// The X11 windows named exactly `name` that are mapped (visible).
+pub fn visible_windows(name: &str) -> Vec<u32> {
+    let out = Command::new("xdotool")
+        .args(["search", "--onlyvisible", "--name", &format!("^{name}$")])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+/// Sends a window the close request a window manager sends when its close button is
+/// clicked: a `WM_PROTOCOLS` client message carrying `WM_DELETE_WINDOW`.
+pub fn request_close(window: u32) {
+    use x11rb::connection::Connection;
+    use x11rb::protocol::xproto::{ClientMessageEvent, ConnectionExt, EventMask};
+    let (conn, _) = x11rb::connect(None).expect("the X display");
+    let atom = |name: &str| conn.intern_atom(false, name.as_bytes()).unwrap().reply().unwrap().atom;
+    let (protocols, delete) = (atom("WM_PROTOCOLS"), atom("WM_DELETE_WINDOW"));
+    let event = ClientMessageEvent::new(32, window, protocols, [delete, x11rb::CURRENT_TIME, 0, 0, 0]);
+    conn.send_event(false, window, EventMask::NO_EVENT, event).unwrap();
+    conn.flush().unwrap();
+}
+
+/// How many `hark-app` processes run.
+pub fn app_processes() -> usize {
+    let out = Command::new("pgrep").args(["-x", "hark-app"]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).lines().count()
+}
+
+/// Runs `hark-app ARGS` as a second launch (with the first one's environment); returns
+/// its exit status and how long it took.
+pub fn second_launch(setup: &Setup, args: &[&str]) -> (std::process::ExitStatus, Duration) {
+    let started = Instant::now();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hark-app"));
+    cmd.args(args)
+        .env("HARK_CONFIG_DIR", &setup.config)
+        .env("HARK_DB", &setup.db)
+        .env("HARK_LOG_DIR", &setup.logs)
+        .env("HARK_KEYCHAIN_SERVICE", &setup.service)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    for (k, v) in &setup.env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return (status, started.elapsed());
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("a second launch `hark-app {}` did not exit", args.join(" "));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Records what the virtual speaker plays, until stopped; returns the 16 kHz mono WAV.
+pub struct Recording {
+    child: Child,
+    path: PathBuf,
+}
+
+pub fn record(path: &Path) -> Recording {
+    let child = Command::new("parecord")
+        .args([
+            "--device=spk.monitor",
+            "--file-format=wav",
+            "--rate=16000",
+            "--channels=1",
+        ])
+        .arg(path)
+        .spawn()
+        .unwrap();
+    Recording {
+        child,
+        path: path.to_path_buf(),
+    }
+}
+
+impl Recording {
+    pub fn stop(mut self) -> Vec<f32> {
+        let _ = Command::new("kill")
+            .arg("-INT")
+            .arg(self.child.id().to_string())
+            .status();
+        let _ = self.child.wait();
+        hark_core::audio::wav::read_16k_mono(&self.path).unwrap()
+    }
+}
+
+/// The share of a signal's energy at `hz` (Goertzel), at its best over 100 ms windows: 1.0
+/// for a pure tone at `hz`, near 0 for speech or silence.
+pub fn tone_share(samples: &[f32], hz: f32) -> f32 {
+    let n = 1600;
+    let w = 2.0 * std::f32::consts::PI * hz / 16_000.0;
+    let coeff = 2.0 * w.cos();
+    samples
+        .chunks(n / 2)
+        .zip(samples.chunks(n / 2).skip(1))
+        .map(|(a, b)| {
+            let win: Vec<f32> = a.iter().chain(b).copied().collect();
+            let (mut s1, mut s2) = (0f32, 0f32);
+            for x in &win {
+                let s0 = x + coeff * s1 - s2;
+                s2 = s1;
+                s1 = s0;
+            }
+            // |X|² / (N/2)² is A² for a sine of amplitude A at `hz`; its mean energy is A²/2.
+            let power = (s1 * s1 + s2 * s2 - coeff * s1 * s2) / (win.len() as f32 / 2.0).powi(2);
+            let energy: f32 = win.iter().map(|x| x * x).sum::<f32>() / win.len() as f32;
+            if energy < 1e-5 {
+                0.0
+            } else {
+                power / (2.0 * energy)
+            }
+        })
+        .fold(0.0, f32::max)
+}
+
+/// Files under `dir` whose bytes contain `needle`.
+pub fn files_containing(dir: &Path, needle: &[u8], found: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = entry.path();
+        if p.is_dir() {
+            files_containing(&p, needle, found);
+        } else if let Ok(bytes) = std::fs::read(&p) {
+            if bytes.windows(needle.len()).any(|w| w == needle) {
+                found.push(p);
+            }
+        }
+    }
+}
+
+/// The turns of the store's newest session, as (kind, text).
+pub fn stored(db: &Path) -> Vec<(String, String)> {
+    let store = hark_core::store::Store::open(db).unwrap();
+    let Some(s) = store.list_sessions().unwrap().into_iter().next() else {
+        return Vec::new();
+    };
+    store
+        .load_session(&s.id)
+        .unwrap()
+        .messages
+        .iter()
+        .map(|m| (m.kind_name().to_string(), m.text().to_string()))
+        .collect()
+}
+
+/// Waits until the newest stored session holds `n` messages.
+pub async fn wait_stored(db: &Path, n: usize) -> Vec<(String, String)> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let m = stored(db);
+        if m.len() >= n {
+            return m;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the record has {m:?}, waiting for {n} messages"
+        );
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+}
+
+/// Settings for a test app: onboarded, its own shortcut, plus `extra`.
+pub fn settings(shortcut: &str, extra: Value) -> Value {
+    let mut s = json!({"onboarded": true, "shortcut": shortcut, "sound_cues": false});
+    for (k, v) in extra.as_object().unwrap() {
+        s[k] = v.clone();
+    }
+    s
+}
+
+/// axe-core's audit of the page as it stands: the serious and critical violations.
+pub async fn axe_serious(app: &App) -> Vec<String> {
+    let axe =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../ui/node_modules/axe-core/axe.min.js"))
+            .expect("axe-core (ui/node_modules: npm ci)");
+    app.c.execute(&format!("{axe}\nreturn true;"), vec![]).await.unwrap();
+    let r = app
+        .c
+        .execute_async(
+            "const done = arguments[arguments.length - 1]; \
+             axe.run(document, {resultTypes: ['violations']}).then(r => done(r.violations.map(v => ({id: v.id, impact: v.impact, nodes: v.nodes.map(n => n.target.join(' ')).slice(0, 3)})))).catch(e => done([{id: 'axe-error', impact: 'critical', nodes: [String(e)]}]));",
+            vec![],
+        )
+        .await
+        .unwrap();
+    r.as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| matches!(v["impact"].as_str(), Some("serious" | "critical")))
+        .map(|v| format!("{} ({}): {}", v["id"], v["impact"], v["nodes"]))
+        .collect()
+}

@@ -1,0 +1,35 @@
+// Calling the app: every command's result is a Result; an error becomes a banner here, in
+// one place, and the caller gets `undefined`.
+
+import { Channel } from "@tauri-apps/api/core";
+import type { AppEvent, CommandError, Result } from "./bindings";
+import { commands } from "./bindings";
+import { showProblem } from "./state.svelte";
+
+export { commands };
+
+/** Runs a command; on failure shows its banner and returns `undefined`. */
+export async function call<T>(pending: Promise<Result<T, CommandError>>): Promise<T | undefined> {
+  try {
+    const r = await pending;
+    if (r.status === "ok") return r.data;
+    showProblem(r.error);
+  } catch (e) {
+    showProblem({
+      kind: "internal",
+      title: "Something went wrong inside Hark",
+      message: String(e),
+      next_step: "try again; the log has the details",
+      detail: null,
+    });
+  }
+  return undefined;
+}
+
+/** Listens to the app's events from now on. */
+export function subscribe(onEvent: (e: AppEvent) => void): Promise<null | undefined> {
+  const channel = new Channel<AppEvent>();
+  channel.onmessage = onEvent;
+  // The generated signature types the channel loosely; it is this Channel.
+  return call(commands.subscribe(channel as never));
+}

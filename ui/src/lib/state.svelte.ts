@@ -1,0 +1,225 @@
+// The window's state: what the app said last (snapshot + events). All truth lives in Rust;
+// this keeps the latest of it for the components to render.
+
+import type {
+  AppEvent,
+  CommandError,
+  Download,
+  PanelView,
+  Snapshot,
+  Status,
+  TurnMetrics,
+  VoiceEvent,
+} from "./bindings";
+
+/** One line of the live transcript. */
+export interface Line {
+  id: number;
+  role: "user" | "assistant";
+  text: string;
+  interim?: boolean;
+  /** An interrupted reply: what was heard, and what was generated but not heard. */
+  heard?: string;
+  unheard?: string;
+  tag?: string;
+}
+
+/** A banner: a problem, or a notice. */
+export interface Banner {
+  id: number;
+  problem: CommandError;
+  notice?: boolean;
+}
+
+let nextId = 1;
+
+export const app = $state({
+  snapshot: null as Snapshot | null,
+  status: { state: "preparing", what: "Starting" } as Status,
+  panel: null as PanelView | null,
+  download: null as Download | null,
+  banners: [] as Banner[],
+  transcript: [] as Line[],
+  level: 0,
+  mic: { rms: 0, device: "" },
+  practiceHeard: null as string | null,
+  /** What the tray asked the window to show. */
+  navigate: null as string | null,
+  /** Bumped when the session list may have changed. */
+  sessionsVersion: 0,
+  /** A user line being spoken (interim) and the reply being written. */
+  interimId: null as number | null,
+  replyId: null as number | null,
+});
+
+/** Shows a problem (or an informational notice) as a banner: one per kind of problem, the
+ *  newest (a microphone that is still missing is said once, in the latest words). */
+export function showProblem(problem: CommandError, notice = false): void {
+  app.banners = app.banners.filter(
+    (b) =>
+      b.problem.kind !== problem.kind ||
+      (problem.kind === "not_ready" && b.problem.message !== problem.message),
+  );
+  app.banners.push({ id: nextId++, problem, notice: notice || problem.kind === "not_ready" });
+}
+
+export function notice(message: string): void {
+  showProblem({ kind: "not_ready", title: "Hark", message, next_step: "", detail: null }, true);
+}
+
+export function dismiss(id: number): void {
+  app.banners = app.banners.filter((b) => b.id !== id);
+}
+
+/** Applies a snapshot from `app_state` (at start, after Settings are saved). */
+export function applySnapshot(s: Snapshot): void {
+  app.snapshot = s;
+  app.status = s.status;
+  if (s.panel) app.panel = s.panel;
+  app.download = s.download;
+  app.banners = [];
+  for (const p of s.problems) showProblem(p);
+  applyTheme(s.settings.theme);
+}
+
+export function applyTheme(theme: string): void {
+  if (theme === "system") delete document.documentElement.dataset.theme;
+  else document.documentElement.dataset.theme = theme;
+}
+
+function line(role: Line["role"], text: string, interim = false): Line {
+  const l: Line = { id: nextId++, role, text, interim };
+  app.transcript.push(l);
+  return l;
+}
+
+function find(id: number | null): Line | undefined {
+  return id == null ? undefined : app.transcript.find((l) => l.id === id);
+}
+
+function onVoice(e: VoiceEvent): void {
+  switch (e.type) {
+    case "listening_started":
+      app.replyId = null;
+      break;
+    case "level":
+      app.level = e.rms;
+      break;
+    case "transcript_interim": {
+      const l = find(app.interimId) ?? line("user", "", true);
+      l.text = e.text;
+      app.interimId = l.id;
+      break;
+    }
+    case "transcript_final": {
+      const l = find(app.interimId) ?? line("user", "");
+      l.text = e.text;
+      l.interim = false;
+      app.interimId = null;
+      app.level = 0;
+      break;
+    }
+    case "no_turn":
+      if (app.interimId != null) app.transcript = app.transcript.filter((l) => l.id !== app.interimId);
+      app.interimId = null;
+      app.level = 0;
+      break;
+    case "thinking_started":
+      app.replyId = null;
+      break;
+    case "reply_delta": {
+      const l = find(app.replyId) ?? line("assistant", "");
+      l.text += e.text;
+      app.replyId = l.id;
+      break;
+    }
+    case "reply_interrupted": {
+      const l = find(app.replyId) ?? line("assistant", e.generated);
+      l.heard = e.heard;
+      l.unheard = e.generated.slice(e.heard.length);
+      l.tag = `interrupted after ${(e.heard_ms / 1000).toFixed(1)} s — struck-through text was not heard`;
+      app.replyId = null;
+      break;
+    }
+    case "turn_finished": {
+      const l = find(app.replyId);
+      const m: TurnMetrics = e.metrics;
+      if (l && m.first_audio_out_ms != null) l.tag = `first audio ${m.first_audio_out_ms} ms after release`;
+      app.replyId = null;
+      app.sessionsVersion++;
+      break;
+    }
+    case "context_changed":
+      app.panel = e.panel;
+      break;
+    case "failed":
+      showProblem({
+        kind: e.kind,
+        title: e.title,
+        message: e.message,
+        next_step: e.next_step,
+        detail: e.detail,
+      });
+      break;
+    case "practice_heard":
+      app.practiceHeard = e.transcript;
+      break;
+    default:
+      break;
+  }
+}
+
+/** Every event from the app, in order. */
+export function onEvent(e: AppEvent): void {
+  switch (e.type) {
+    case "voice":
+      onVoice(e.event);
+      break;
+    case "status":
+      app.status = e.status;
+      break;
+    case "download":
+      app.download = e.progress;
+      break;
+    case "problem":
+      showProblem(e.problem);
+      break;
+    case "notice":
+      notice(e.message);
+      break;
+    case "session_started":
+      app.sessionsVersion++;
+      if (app.snapshot) app.snapshot.session_id = e.session_id;
+      break;
+    case "mic_level":
+      app.mic = { rms: e.rms, device: e.device };
+      break;
+    case "navigate":
+      app.navigate = e.view;
+      break;
+  }
+}
+
+/** The status line's words. */
+export function statusText(s: Status): string {
+  switch (s.state) {
+    case "waiting":
+      return "Getting started";
+    case "preparing":
+      return `Preparing: ${s.what}…`;
+    case "ready":
+      return "Ready";
+    case "listening":
+      return "Listening…";
+    case "thinking":
+      return "Thinking…";
+    case "speaking":
+      return "Speaking";
+    case "no_microphone":
+      return "No microphone";
+    case "unavailable":
+      return s.problem.title;
+    case "fatal":
+      return "Cannot start";
+  }
+}
