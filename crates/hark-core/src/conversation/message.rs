@@ -1,7 +1,7 @@
 //! The record's data model: one [`Message`] per thing said or done in a conversation.
 //!
 //! A message is never deleted from the record. What the model sees is decided elsewhere
-//! (`conversation::window`); here we only describe what happened.
+//! ([`super::Conversation::window`]); here we only describe what happened.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

@@ -5,7 +5,7 @@
 //! - `prompt`: the provider-neutral request built from the context window.
 //! - `panel`: the history panel's view (what the model sees next, token figures, totals).
 //! - this file: [`Conversation`], which appends to the record and computes the window of
-//!   whole turns the model sees (rules 2-10 of DESIGN.md).
+//!   whole turns the model sees (rules 2-10 of docs/ARCHITECTURE.md).
 //!
 //! # Record and context
 //! The record only grows. The context is the longest suffix of whole turns after the last

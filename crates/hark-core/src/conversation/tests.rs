@@ -1,4 +1,5 @@
-//! One named test per history rule of DESIGN.md (rules 1-10; 11-14 live with their modules).
+//! One named test per history rule of docs/ARCHITECTURE.md (rules 1-10; 11-14 live with
+//! their modules).
 
 use super::*;
 use crate::tokens::{TokenCounter, MESSAGE_OVERHEAD, REQUEST_OVERHEAD};

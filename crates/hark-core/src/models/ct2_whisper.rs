@@ -2,7 +2,7 @@
 //!
 //! The only packaged English Whisper model reachable from the registries is a CTranslate2
 //! one; whisper.cpp reads ggml. This is a faithful port of the reference converter
-//! (`shared/reference/offline/ct2_to_ggml.py`): same tensors, same order, same types, same
+//! (the numpy `ct2_to_ggml.py` of the offline probe that first ran this stack): same tensors, same order, same types, same
 //! mel filter bank, so its output is byte for byte the file the manifest pins.
 
 use std::collections::HashMap;
