@@ -12,6 +12,7 @@
 //! - `local`: the offline language model, `hark-llm`, started as a child process.
 //! - `models`: the offline models' manifest (sha256-pinned), resumable first-use downloads,
 //!   and the Whisper CTranslate2 → ggml converter.
+//! - `process`: starting helper programs (killed on drop, no console window on Windows).
 //! - `tokens`: token counting (exact BPE for OpenAI models, calibrated estimate otherwise).
 //! - `provider`: language-model providers (Anthropic Messages, OpenAI-compatible Chat
 //!   Completions), the SSE parser and the provider-independent error taxonomy.
@@ -32,6 +33,7 @@ pub mod conversation;
 pub mod error;
 pub mod local;
 pub mod models;
+pub mod process;
 pub mod provider;
 pub mod secrets;
 pub mod session;

@@ -7,7 +7,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
 use crate::provider::{ErrorKind, ProviderConfig, ProviderError, ProviderKind};
 
@@ -77,7 +77,7 @@ impl LocalLlm {
         let threads = std::thread::available_parallelism()
             .map(|n| n.get().min(4))
             .unwrap_or(2);
-        let mut child = Command::new(&bin)
+        let mut child = crate::process::command(&bin)
             .arg("--model")
             .arg(model_file)
             .args(["--alias", alias, "--port", "0", "--ctx", &n_ctx.to_string()])
@@ -85,7 +85,6 @@ impl LocalLlm {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .kill_on_drop(true)
             .spawn()
             .map_err(|e| {
                 fail(format!(

@@ -39,7 +39,7 @@ impl SystemVoice {
                 crate::conversation::new_id()
             ));
             let file = dir.with_extension("wav");
-            let mut cmd = tokio::process::Command::new("say");
+            let mut cmd = crate::process::command("say");
             cmd.arg("-o").arg(&file).arg("--data-format=LEI16@22050");
             if let Some(v) = &self.voice {
                 cmd.arg("-v").arg(v);
@@ -67,7 +67,7 @@ impl SystemVoice {
                  $s.SetOutputToWaveFile('{}'); $s.Speak([Console]::In.ReadToEnd()); $s.Dispose()",
                 file.display()
             );
-            let mut child = tokio::process::Command::new("powershell")
+            let mut child = crate::process::command("powershell")
                 .args(["-NoProfile", "-Command", &script])
                 .stdin(Stdio::piped())
                 .spawn()
@@ -91,7 +91,7 @@ impl SystemVoice {
         }
         #[cfg(not(any(target_os = "macos", target_os = "windows")))]
         {
-            let mut cmd = tokio::process::Command::new("espeak-ng");
+            let mut cmd = crate::process::command("espeak-ng");
             cmd.arg("--stdout");
             if let Some(v) = &self.voice {
                 cmd.arg("-v").arg(v);
@@ -104,7 +104,6 @@ impl SystemVoice {
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
-                .kill_on_drop(true)
                 .spawn()
                 .map_err(|e| {
                     err(
