@@ -55,6 +55,8 @@ pub enum Behaviour {
     Garbage,
     /// Stream a call of this tool with these arguments (a JSON text) instead of text.
     CallTool { name: String, arguments: String },
+    /// Answer `307 Temporary Redirect` to this `Location` (a moved or hijacked endpoint).
+    Redirect(String),
 }
 
 /// One request as received.
@@ -609,6 +611,14 @@ async fn handle(mut sock: TcpStream, s: Arc<Shared>) {
         (_, Some(result)) => format!("Done: {result}"),
         _ => answer(&msgs, req.system().as_deref()),
     };
+    if let Behaviour::Redirect(location) = &behaviour {
+        let head = format!(
+            "HTTP/1.1 307 Temporary Redirect\r\nlocation: {location}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+        );
+        let _ = sock.write_all(head.as_bytes()).await;
+        let _ = sock.shutdown().await;
+        return;
+    }
     if let Behaviour::Status {
         status,
         error_type,

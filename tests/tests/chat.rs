@@ -8,7 +8,7 @@ use hark_core::conversation::{HistorySettings, MessageKind, ReplyOutcome};
 use hark_core::provider::{ErrorKind, ProviderConfig, ProviderKind};
 use hark_core::session::{ChatSession, TurnError, TurnEvent};
 use hark_core::store::{export, Store};
-use hark_e2e::Behaviour;
+use hark_e2e::{Behaviour, FakeLlm};
 use tokio_util::sync::CancellationToken;
 
 mod common;
@@ -268,6 +268,30 @@ async fn a_wrong_key_is_an_auth_error_and_is_not_retried() {
         let err = say(&mut s, "hi").await.unwrap_err();
         assert_eq!(err.kind().as_str(), "auth", "{err}");
         assert_eq!(rig.server.requests().len(), 1);
+    }
+}
+
+#[tokio::test]
+async fn a_redirect_is_an_error_naming_it_and_the_key_never_reaches_the_other_host() {
+    for rig in both() {
+        // The other host accepts any request: if the key were carried there, it would show.
+        let elsewhere = FakeLlm::openai(None);
+        let location = format!("{}/v1/steal", elsewhere.base_url());
+        rig.server.push(Behaviour::Redirect(location.clone()));
+        let store = mem_store();
+        let mut s = rig.session(&store, HistorySettings::default());
+        let err = say(&mut s, "hi").await.unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("redirect (HTTP 307)") && text.contains(&location),
+            "{text}"
+        );
+        assert!(text.contains("Hark follows no redirects"), "{text}");
+        assert_eq!(rig.server.requests().len(), 1, "not retried");
+        assert!(elsewhere.requests().is_empty(), "nothing went to the other host");
+        // The user's words stay recorded; the next turn works.
+        assert_eq!(store.load_session(s.id()).unwrap().messages[0].text(), "hi");
+        assert!(say(&mut s, "hello again").await.is_ok());
     }
 }
 

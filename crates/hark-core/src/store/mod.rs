@@ -99,6 +99,8 @@ pub enum StoreError {
         seq: i64,
         source: serde_json::Error,
     },
+    #[error("the stored history settings of session {session} are unreadable: {source}")]
+    CorruptSettings { session: String, source: serde_json::Error },
     #[error("database error: {0}")]
     Sql(#[from] rusqlite::Error),
 }
@@ -383,20 +385,30 @@ impl Store {
                 "SELECT id, title, created_at, updated_at, system_prompt, settings, provider, model FROM sessions WHERE id=?1",
                 params![id],
                 |r| {
-                    Ok(SessionMeta {
-                        id: r.get(0)?,
-                        title: r.get(1)?,
-                        created_at: parse_time(&r.get::<_, String>(2)?),
-                        updated_at: parse_time(&r.get::<_, String>(3)?),
-                        system_prompt: r.get(4)?,
-                        settings: serde_json::from_str(&r.get::<_, String>(5)?).unwrap_or_default(),
-                        provider: r.get(6)?,
-                        model: r.get(7)?,
-                    })
+                    Ok((
+                        SessionMeta {
+                            id: r.get(0)?,
+                            title: r.get(1)?,
+                            created_at: parse_time(&r.get::<_, String>(2)?),
+                            updated_at: parse_time(&r.get::<_, String>(3)?),
+                            system_prompt: r.get(4)?,
+                            settings: HistorySettings::default(),
+                            provider: r.get(6)?,
+                            model: r.get(7)?,
+                        },
+                        r.get::<_, String>(5)?,
+                    ))
                 },
             )
             .optional()?
             .ok_or_else(|| StoreError::NoSession(id.to_string()))?;
+        // Unreadable settings are named, not replaced by defaults: a session silently
+        // resumed with another history window would send the model something else.
+        let (mut meta, settings) = meta;
+        meta.settings = serde_json::from_str(&settings).map_err(|source| StoreError::CorruptSettings {
+            session: id.to_string(),
+            source,
+        })?;
         let mut stmt = conn.prepare("SELECT seq, body FROM messages WHERE session_id=?1 ORDER BY seq")?;
         let rows = stmt.query_map(params![id], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
         let mut messages = Vec::new();

@@ -320,3 +320,156 @@ fn totals_count_turns_tokens_and_resets() {
         (2, 20, 7, 1)
     );
 }
+
+/// The sample session exported as Hark's format, to be bent into a bad file.
+fn exported_sample() -> serde_json::Value {
+    let store = Store::open_in_memory().unwrap();
+    sample_session(&store);
+    serde_json::from_str(&to_json(&store.load_session("sess-1").unwrap())).unwrap()
+}
+
+fn import_error(v: &serde_json::Value) -> String {
+    parse(&v.to_string()).unwrap_err().to_string()
+}
+
+#[test]
+fn import_refuses_a_file_over_the_size_cap_before_reading_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("video.json");
+    // A sparse file: its length is over the cap without writing 64 MB.
+    std::fs::File::create(&path)
+        .unwrap()
+        .set_len(import::MAX_BYTES + 1)
+        .unwrap();
+    let err = import::read_file(&path).unwrap_err();
+    assert!(
+        err.to_string().contains(&format!(
+            "Hark imports conversations of up to {} bytes",
+            import::MAX_BYTES
+        )),
+        "{err}"
+    );
+    let small = dir.path().join("ok.json");
+    std::fs::write(&small, r#"[{"role": "user", "content": "hi"}]"#).unwrap();
+    assert!(parse(&import::read_file(&small).unwrap()).is_ok());
+}
+
+#[test]
+fn import_accepts_a_utf8_byte_order_mark() {
+    let text = format!("\u{feff}{}", r#"[{"role": "user", "content": "hi"}]"#);
+    let (format, s) = parse(&text).unwrap();
+    assert_eq!(format, ImportFormat::ChatMessages);
+    assert_eq!(s.messages[0].text(), "hi");
+    let hark = format!("\u{feff}{}", exported_sample());
+    assert_eq!(parse(&hark).unwrap().0, ImportFormat::Hark);
+}
+
+#[test]
+fn import_names_duplicate_message_ids() {
+    let mut v = exported_sample();
+    v["messages"][2]["id"] = v["messages"][0]["id"].clone();
+    let err = import_error(&v);
+    assert!(
+        err.contains("messages[2].id") && err.contains("is also the id of messages[0]"),
+        "{err}"
+    );
+}
+
+#[test]
+fn import_refuses_a_tool_result_without_its_call() {
+    // Hark's own format: the result's call is gone.
+    let mut v = exported_sample();
+    v["messages"].as_array_mut().unwrap().remove(3);
+    let err = import_error(&v);
+    assert!(
+        err.contains("a tool result for call \"c1\", which no earlier message made"),
+        "{err}"
+    );
+    // OpenAI: a tool message answering nothing.
+    let err = parse(r#"[{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "c9", "content": "r"}]"#)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("[1]: a tool result for call \"c9\""), "{err}");
+    // Anthropic: a tool_result block answering nothing.
+    let err = parse(r#"[{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t9", "content": "r"}]}]"#)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("[0].content[0]: a tool result for call \"t9\""), "{err}");
+}
+
+#[test]
+fn import_refuses_a_second_result_for_one_call() {
+    let mut v = exported_sample();
+    let mut second = v["messages"][4].clone();
+    second["id"] = "another-id".into();
+    second["content"] = "rainy".into();
+    v["messages"].as_array_mut().unwrap().insert(5, second);
+    let err = import_error(&v);
+    assert!(
+        err.contains("messages[5]: a second result for tool call \"c1\""),
+        "{err}"
+    );
+
+    let openai = r#"[
+        {"role": "user", "content": "weather?"},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+        {"role": "tool", "tool_call_id": "c1", "content": "rainy"}
+    ]"#;
+    let err = parse(openai).unwrap_err().to_string();
+    assert!(err.contains("[3]: a second result for tool call \"c1\""), "{err}");
+
+    let deepgram = r#"[{"type": "History", "function_calls": [
+        {"id": "f1", "name": "a", "arguments": "{}", "response": "1", "client_side": true},
+        {"id": "f1", "name": "a", "arguments": "{}", "response": "2", "client_side": true}]}]"#;
+    let err = parse(deepgram).unwrap_err().to_string();
+    assert!(
+        err.contains("[0].function_calls[1].id") && err.contains("a second result"),
+        "{err}"
+    );
+}
+
+#[test]
+fn import_checks_summary_through_seq() {
+    for bad in [
+        serde_json::json!(7),
+        serde_json::json!(-2),
+        serde_json::json!("3"),
+        serde_json::Value::Null,
+    ] {
+        let mut v = exported_sample();
+        v["summary"] = serde_json::json!({"text": "s", "through_seq": bad, "created_at": "2026-01-01T00:00:00Z"});
+        let err = import_error(&v);
+        assert!(
+            err.contains("summary.through_seq: must be the position of a message of this file (-1 to 6)"),
+            "{bad} → {err}"
+        );
+    }
+    let mut v = exported_sample();
+    v["summary"] = serde_json::json!({"text": "s", "through_seq": 3, "created_at": "2026-01-01T00:00:00Z"});
+    assert_eq!(parse(&v.to_string()).unwrap().1.summary.unwrap().through_seq, 3);
+}
+
+#[test]
+fn unreadable_stored_settings_are_named_not_replaced_by_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hark.db");
+    let store = Store::open(&path).unwrap();
+    sample_session(&store);
+    drop(store);
+    // Another program (or a bad disk) left settings that are not JSON.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute("UPDATE sessions SET settings='{\"max_turns\": ' WHERE id='sess-1'", [])
+        .unwrap();
+    drop(conn);
+    let store = Store::open(&path).unwrap();
+    let err = store.load_session("sess-1").unwrap_err();
+    assert!(matches!(err, StoreError::CorruptSettings { .. }), "{err:?}");
+    assert!(
+        err.to_string()
+            .contains("the stored history settings of session sess-1 are unreadable"),
+        "{err}"
+    );
+    // The messages are still there, for export or repair.
+    assert_eq!(store.message_count("sess-1").unwrap(), 7);
+}
