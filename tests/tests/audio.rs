@@ -238,3 +238,27 @@ async fn a_spoken_conversation_on_virtual_audio_devices_with_barge_in() {
         "the next request is valid"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the whisper model (scripts/test.sh)"]
+async fn whisper_unloads_after_its_idle_time_reloads_on_use_and_can_stay_loaded() {
+    let model = whisper_model();
+    let dir = tempfile::tempdir().unwrap();
+    let wav = dir.path().join("u.wav");
+    espeak_wav("My name is Sam.", &wav);
+    let audio = read_16k_mono(&wav).unwrap();
+    let whisper = WhisperStt::load(&model).unwrap();
+    assert!(!whisper.is_loaded(), "the weights load on first use, not when checked");
+    whisper.set_unload_after(Some(Duration::from_millis(800)));
+    assert!(whisper.transcribe(&audio).await.unwrap().contains("Sam"));
+    assert!(whisper.is_loaded());
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(!whisper.is_loaded(), "unloaded after 800 ms unused");
+    // Used again, it loads again and the idle timer starts over.
+    assert!(whisper.transcribe(&audio).await.unwrap().contains("Sam"));
+    assert!(whisper.is_loaded());
+    // Kept while the app runs: the unloader waits for the next use, not a deadline.
+    whisper.set_unload_after(None);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(whisper.is_loaded(), "kept loaded");
+}

@@ -95,6 +95,10 @@ pub struct Profile {
     pub deepgram_base_url: Option<String>,
     /// OpenAI speech endpoint override.
     pub speech_base_url: Option<String>,
+    /// Free the offline models' memory (whisper, the local chat model) after this many
+    /// minutes without a turn; 0 keeps them loaded while Hark runs, so no turn is a cold
+    /// one. The next turn after an unload loads them again (a second or two).
+    pub unload_after_minutes: u32,
 }
 
 impl Default for Profile {
@@ -116,6 +120,7 @@ impl Default for Profile {
             voice: None,
             deepgram_base_url: None,
             speech_base_url: None,
+            unload_after_minutes: 0,
         }
     }
 }
@@ -242,7 +247,13 @@ impl Profile {
             }),
             Llm::Local => {
                 let spec = self.local_spec(manifest)?;
-                let server = LocalLlm::start(&models.path(spec), &spec.id, local::DEFAULT_CONTEXT).await?;
+                let server = LocalLlm::start(
+                    &models.path(spec),
+                    &spec.id,
+                    local::DEFAULT_CONTEXT,
+                    self.unload_after(),
+                )
+                .await?;
                 let mut c = server.config();
                 c.max_tokens = self.max_tokens;
                 c.temperature = self.temperature;
@@ -252,6 +263,12 @@ impl Profile {
                 })
             }
         }
+    }
+
+    /// How long an unused offline model stays loaded; `None`: while Hark runs.
+    pub fn unload_after(&self) -> Option<std::time::Duration> {
+        (self.unload_after_minutes > 0)
+            .then(|| std::time::Duration::from_secs(u64::from(self.unload_after_minutes) * 60))
     }
 
     /// Opens a conversation on a chat model: a new one (`session: None`) with this profile's
@@ -327,7 +344,9 @@ impl Profile {
                     "the model manifest has no speech model",
                 )
             })?;
-        Ok(Arc::new(crate::stt::whisper::WhisperStt::load(&path)?))
+        let whisper = crate::stt::whisper::WhisperStt::load(&path)?;
+        whisper.set_unload_after(self.unload_after());
+        Ok(Arc::new(whisper))
     }
 
     #[cfg(not(feature = "whisper"))]

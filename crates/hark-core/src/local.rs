@@ -71,8 +71,14 @@ fn fail(message: String) -> ProviderError {
 
 impl LocalLlm {
     /// Starts the server for the model file; returns once it has loaded the model and
-    /// listens. `alias` is the model name requests use.
-    pub async fn start(model_file: &Path, alias: &str, n_ctx: u32) -> Result<Self, ProviderError> {
+    /// listens. `alias` is the model name requests use; `unload_after`: the server frees
+    /// the model after this long without a request (`None`: it keeps it).
+    pub async fn start(
+        model_file: &Path,
+        alias: &str,
+        n_ctx: u32,
+        unload_after: Option<std::time::Duration>,
+    ) -> Result<Self, ProviderError> {
         let bin = server_binary();
         let threads = std::thread::available_parallelism()
             .map(|n| n.get().min(4))
@@ -82,6 +88,7 @@ impl LocalLlm {
             .arg(model_file)
             .args(["--alias", alias, "--port", "0", "--ctx", &n_ctx.to_string()])
             .args(["--threads", &threads.to_string(), "--exit-with-stdin", "--token-stdin"])
+            .args(["--unload-after", &unload_after.map_or(0, |d| d.as_secs().max(1)).to_string()])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

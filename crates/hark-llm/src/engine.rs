@@ -7,6 +7,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc as std_mpsc;
 use std::sync::Arc;
+use std::time::Duration;
 
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::context::LlamaContext;
@@ -47,6 +48,8 @@ pub struct Engine {
     pub abandoned: Arc<AtomicU64>,
     /// Cleared when the worker thread ends (a panic in llama.cpp's bindings included).
     alive: Arc<AtomicBool>,
+    /// Whether the model is in memory (see [`Options::unload_after`]).
+    loaded: Arc<AtomicBool>,
 }
 
 /// Clears `alive` when the worker thread ends, however it ends.
@@ -63,6 +66,23 @@ pub struct Options<'a> {
     pub model: &'a Path,
     pub n_ctx: u32,
     pub threads: i32,
+    /// Free the model after this long without a request (it loads again on the next one,
+    /// which then waits for it); `None` keeps it loaded while the server runs.
+    pub unload_after: Option<Duration>,
+}
+
+/// The model and its context, as loaded; `Worker` borrows from it.
+struct Loaded {
+    backend: LlamaBackend,
+    model: LlamaModel,
+}
+
+fn load(path: &Path) -> anyhow::Result<Loaded> {
+    let mut backend = LlamaBackend::init()?;
+    backend.void_logs();
+    let model = LlamaModel::load_from_file(&backend, path, &LlamaModelParams::default())
+        .map_err(|e| anyhow::anyhow!("cannot load the model {}: {e}", path.display()))?;
+    Ok(Loaded { backend, model })
 }
 
 impl Engine {
@@ -71,55 +91,113 @@ impl Engine {
         let (jobs, rx) = std_mpsc::channel::<Job>();
         let (ready_tx, ready_rx) = std_mpsc::channel::<anyhow::Result<u32>>();
         let path = opts.model.to_path_buf();
-        let (n_ctx, threads) = (opts.n_ctx, opts.threads);
+        let (wanted_ctx, threads, unload_after) = (opts.n_ctx, opts.threads, opts.unload_after);
         let abandoned = Arc::new(AtomicU64::new(0));
         let counter = abandoned.clone();
         let alive = Arc::new(AtomicBool::new(true));
+        let loaded_flag = Arc::new(AtomicBool::new(false));
+        let is_loaded = loaded_flag.clone();
         let guard = AliveGuard(alive.clone());
         std::thread::Builder::new().name("llama".into()).spawn(move || {
             let _alive = guard;
-            let loaded = (|| -> anyhow::Result<(LlamaBackend, LlamaModel)> {
-                let mut backend = LlamaBackend::init()?;
-                backend.void_logs();
-                let model = LlamaModel::load_from_file(&backend, &path, &LlamaModelParams::default())
-                    .map_err(|e| anyhow::anyhow!("cannot load the model {}: {e}", path.display()))?;
-                Ok((backend, model))
-            })();
-            let (backend, model) = match loaded {
-                Ok(x) => x,
-                Err(e) => {
-                    let _ = ready_tx.send(Err(e));
-                    return;
+            let mut ready = Some(ready_tx);
+            // A request that arrived while the model was unloaded: it is served first.
+            let mut pending: Option<Job> = None;
+            loop {
+                let loaded = match load(&path) {
+                    Ok(l) => l,
+                    Err(e) => match ready.take() {
+                        Some(tx) => {
+                            let _ = tx.send(Err(e));
+                            return;
+                        }
+                        // A reload failed (the file went away): this request fails with
+                        // the reason; the next one tries again.
+                        None => {
+                            if let Some(job) = pending.take() {
+                                let _ = job.events.send(Event::Failed(ApiError::server(e.to_string())));
+                            }
+                            match rx.recv() {
+                                Ok(job) => {
+                                    pending = Some(job);
+                                    continue;
+                                }
+                                Err(_) => return,
+                            }
+                        }
+                    },
+                };
+                let n_ctx = wanted_ctx.min(loaded.model.n_ctx_train().max(512));
+                let params = LlamaContextParams::default()
+                    .with_n_ctx(NonZeroU32::new(n_ctx))
+                    .with_n_batch(n_ctx)
+                    .with_n_threads(threads)
+                    .with_n_threads_batch(threads);
+                let ctx = match loaded.model.new_context(&loaded.backend, params) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        let e = format!("cannot create a context of {n_ctx} tokens: {e}");
+                        match ready.take() {
+                            Some(tx) => {
+                                let _ = tx.send(Err(anyhow::anyhow!(e)));
+                                return;
+                            }
+                            None => {
+                                if let Some(job) = pending.take() {
+                                    let _ = job.events.send(Event::Failed(ApiError::server(e)));
+                                }
+                                match rx.recv() {
+                                    Ok(job) => {
+                                        pending = Some(job);
+                                        continue;
+                                    }
+                                    Err(_) => return,
+                                }
+                            }
+                        }
+                    }
+                };
+                let template = loaded
+                    .model
+                    .chat_template(None)
+                    .ok()
+                    .or_else(|| LlamaChatTemplate::new("chatml").ok());
+                loaded_flag.store(true, Ordering::SeqCst);
+                if let Some(tx) = ready.take() {
+                    let _ = tx.send(Ok(n_ctx));
                 }
-            };
-            let n_ctx = n_ctx.min(model.n_ctx_train().max(512));
-            let params = LlamaContextParams::default()
-                .with_n_ctx(NonZeroU32::new(n_ctx))
-                .with_n_batch(n_ctx)
-                .with_n_threads(threads)
-                .with_n_threads_batch(threads);
-            let ctx = match model.new_context(&backend, params) {
-                Ok(c) => c,
-                Err(e) => {
-                    let _ = ready_tx.send(Err(anyhow::anyhow!("cannot create a context of {n_ctx} tokens: {e}")));
-                    return;
+                let mut worker = Worker {
+                    model: &loaded.model,
+                    ctx,
+                    template,
+                    cached: Vec::new(),
+                    n_ctx,
+                    abandoned: counter.clone(),
+                };
+                if let Some(job) = pending.take() {
+                    worker.run(job);
                 }
-            };
-            let template = model
-                .chat_template(None)
-                .ok()
-                .or_else(|| LlamaChatTemplate::new("chatml").ok());
-            let _ = ready_tx.send(Ok(n_ctx));
-            let mut worker = Worker {
-                model: &model,
-                ctx,
-                template,
-                cached: Vec::new(),
-                n_ctx,
-                abandoned: counter,
-            };
-            while let Ok(job) = rx.recv() {
-                worker.run(job);
+                // Serve until the channel closes or the model has been idle long enough.
+                loop {
+                    let next = match unload_after {
+                        Some(after) => rx.recv_timeout(after),
+                        None => rx.recv().map_err(|_| std_mpsc::RecvTimeoutError::Disconnected),
+                    };
+                    match next {
+                        Ok(job) => worker.run(job),
+                        Err(std_mpsc::RecvTimeoutError::Disconnected) => return,
+                        Err(std_mpsc::RecvTimeoutError::Timeout) => break,
+                    }
+                }
+                drop(worker);
+                drop(loaded);
+                loaded_flag.store(false, Ordering::SeqCst);
+                tracing::info!("model unloaded after {unload_after:?} without a request");
+                // Unloaded: wait (without a deadline) for the request that needs it again.
+                match rx.recv() {
+                    Ok(job) => pending = Some(job),
+                    Err(_) => return,
+                }
             }
         })?;
         let n_ctx = ready_rx
@@ -130,7 +208,13 @@ impl Engine {
             n_ctx,
             abandoned,
             alive,
+            loaded: is_loaded,
         })
+    }
+
+    /// Whether the model is in memory now (it is unloaded after the idle time, if set).
+    pub fn is_loaded(&self) -> bool {
+        self.loaded.load(Ordering::SeqCst)
     }
 
     /// Whether the worker thread still runs.
@@ -154,6 +238,7 @@ impl Engine {
             n_ctx: 0,
             abandoned: Arc::default(),
             alive,
+            loaded: Arc::default(),
         }
     }
 

@@ -75,6 +75,10 @@ struct Args {
     /// Read a bearer token from the first line of stdin; requests without it are refused.
     #[arg(long)]
     token_stdin: bool,
+    /// Free the model's memory after this many seconds without a request; the next
+    /// request loads it again (and waits for it). 0 (the default) keeps it loaded.
+    #[arg(long, default_value_t = 0)]
+    unload_after: u64,
 }
 
 /// The largest request body accepted: a full 4,096-token context is about 16 KB of text.
@@ -100,7 +104,7 @@ async fn health(State(s): State<Arc<AppState>>) -> Response {
         let body = json!({"status": "error", "model": s.alias, "error": {"message": "the model's worker thread has stopped", "type": "server_error", "param": null, "code": null}});
         return (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response();
     }
-    Json(json!({"status": "ok", "model": s.alias, "n_ctx": s.engine.n_ctx, "abandoned_generations": abandoned}))
+    Json(json!({"status": "ok", "model": s.alias, "n_ctx": s.engine.n_ctx, "loaded": s.engine.is_loaded(), "abandoned_generations": abandoned}))
         .into_response()
 }
 
@@ -334,6 +338,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         model: &args.model,
         n_ctx: args.ctx,
         threads,
+        unload_after: (args.unload_after > 0).then(|| std::time::Duration::from_secs(args.unload_after)),
     })?;
     let alias = args.alias.unwrap_or_else(|| {
         args.model

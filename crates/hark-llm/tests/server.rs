@@ -40,6 +40,10 @@ fn model() -> std::path::PathBuf {
 }
 
 fn start(model: &std::path::Path, ctx: u32) -> Server {
+    start_with(model, ctx, &[])
+}
+
+fn start_with(model: &std::path::Path, ctx: u32, extra: &[&str]) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_hark-llm"))
         .arg("--model")
         .arg(model)
@@ -54,6 +58,7 @@ fn start(model: &std::path::Path, ctx: u32) -> Server {
             &ctx.to_string(),
         ])
         .args(["--exit-with-stdin", "--token-stdin"])
+        .args(extra)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -375,4 +380,55 @@ fn only_the_launching_parent_may_use_the_server_and_every_refusal_is_openai_json
     let (status, text) = request(p, "GET", "/health", &Value::Null);
     assert_eq!(status, 200);
     assert_eq!(serde_json::from_str::<Value>(&text).unwrap()["status"], "ok");
+}
+
+/// Resident memory of a process, in MB (Linux).
+fn rss_mb(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .unwrap()
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .unwrap();
+    kb / 1024.0
+}
+
+#[test]
+#[ignore = "needs the SmolLM2 model that scripts/test.sh fetches into HARK_MODELS_DIR"]
+fn an_idle_model_is_unloaded_its_memory_returned_and_the_next_request_reloads_it() {
+    let model = model();
+    let server = start_with(&model, 1024, &["--unload-after", "1"]);
+    let health = |port| -> Value { serde_json::from_str(&request(port, "GET", "/health", &Value::Null).1).unwrap() };
+    assert_eq!(health(server.port)["loaded"], true);
+    let msgs = json!([{"role": "user", "content": "Name a colour."}]);
+    let ask = || {
+        let (status, body) = request(
+            server.port,
+            "POST",
+            "/v1/chat/completions",
+            &chat(msgs.clone(), json!({"max_tokens": 8})),
+        );
+        assert_eq!(status, 200, "{body}");
+        let v: Value = serde_json::from_str(&body).unwrap();
+        v["choices"][0]["message"]["content"].as_str().unwrap().to_string()
+    };
+    let first = ask();
+    let loaded_rss = rss_mb(server.child.id());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while health(server.port)["loaded"] == true {
+        assert!(Instant::now() < deadline, "still loaded 20 s after a 1 s idle limit");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let unloaded_rss = rss_mb(server.child.id());
+    assert!(
+        unloaded_rss < loaded_rss - 50.0,
+        "unloading returns the model's memory: {loaded_rss:.0} MB loaded, {unloaded_rss:.0} MB unloaded"
+    );
+    // The next request loads it again and gets the same answer (temperature 0).
+    assert_eq!(ask(), first);
+    assert_eq!(health(server.port)["loaded"], true);
 }

@@ -532,7 +532,13 @@ voice: string | null; deepgram_base_url: string | null;
 /**
  * OpenAI speech endpoint override.
  */
-speech_base_url: string | null }) & { input_device: string | null; output_device: string | null; 
+speech_base_url: string | null; 
+/**
+ * Free the offline models' memory (whisper, the local chat model) after this many
+ * minutes without a turn; 0 keeps them loaded while Hark runs, so no turn is a cold
+ * one. The next turn after an unload loads them again (a second or two).
+ */
+unload_after_minutes: number }) & { input_device: string | null; output_device: string | null; 
 /**
  * Global push-to-talk shortcut, as the shortcut plugin reads it (e.g.
  * `CommandOrControl+Shift+Space`); the window shows it per platform.

@@ -5,8 +5,9 @@
 //! default, and short push-to-talk clips run 4-7× faster with a window that fits them.
 
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use whisper_rs::{FullParams, SamplingStrategy, WhisperContext, WhisperContextParameters};
@@ -18,8 +19,10 @@ use crate::provider::{ErrorKind, ProviderError};
 const PROVIDER: &str = "whisper";
 
 /// whisper.cpp with a ggml model, loaded on demand: the weights (80 MB for tiny.en) come
-/// into memory when push-to-talk is pressed (in parallel with the speech, so it costs no
-/// latency) and leave after [`UNLOAD_AFTER`] without use, so an idle Hark stays small.
+/// into memory when push-to-talk is pressed, or at start-up with [`Transcriber::prepare`]
+/// (in parallel with the speech, so it costs no latency), and leave after
+/// [`set_unload_after`](WhisperStt::set_unload_after) without use (default
+/// [`UNLOAD_AFTER`]; `None` keeps them while the app runs).
 #[derive(Clone)]
 pub struct WhisperStt {
     inner: Arc<Inner>,
@@ -29,12 +32,15 @@ struct Inner {
     path: PathBuf,
     /// The loaded model, when it is.
     ctx: Mutex<Option<Arc<WhisperContext>>>,
-    /// Last time the model was used (or preloaded).
-    last_use: Mutex<Instant>,
+    /// How long an unused model stays loaded; `None`: until the engine is dropped.
+    unload_after: Mutex<Option<Duration>>,
+    /// Each use (and each change of `unload_after`) tells the unloader, which restarts its
+    /// wait; dropping the engine drops this sender, which ends the unloader.
+    touched: Mutex<mpsc::Sender<()>>,
     threads: i32,
 }
 
-/// How long an unused model stays in memory.
+/// How long an unused model stays in memory by default.
 pub const UNLOAD_AFTER: Duration = Duration::from_secs(300);
 
 fn model_error(path: &Path, what: impl std::fmt::Display) -> ProviderError {
@@ -68,23 +74,45 @@ impl WhisperStt {
         let threads = std::thread::available_parallelism()
             .map(|n| n.get().min(4) as i32)
             .unwrap_or(2);
+        let (touched, rx) = mpsc::channel();
         let inner = Arc::new(Inner {
             path: model.to_path_buf(),
             ctx: Mutex::new(None),
-            last_use: Mutex::new(Instant::now()),
+            unload_after: Mutex::new(Some(UNLOAD_AFTER)),
+            touched: Mutex::new(touched),
             threads,
         });
-        // The unloader holds only a weak reference: it ends with the engine.
+        // The unloader sleeps until the model has gone unused for `unload_after` (a
+        // timed wait on the channel, restarted by each use: no polling), and holds only a
+        // weak reference, so it ends with the engine.
         let weak = Arc::downgrade(&inner);
         std::thread::Builder::new()
             .name("hark-whisper-unload".into())
             .spawn(move || loop {
-                std::thread::sleep(Duration::from_secs(10));
-                let Some(inner) = weak.upgrade() else { return };
-                let idle = inner.last_use.lock().map(|t| t.elapsed()).unwrap_or_default();
-                if idle >= UNLOAD_AFTER {
-                    if let Ok(mut ctx) = inner.ctx.lock() {
-                        *ctx = None;
+                let Some(wait) = weak.upgrade().map(|i| *lock(&i.unload_after)) else {
+                    return;
+                };
+                let outcome = match wait {
+                    Some(wait) => rx.recv_timeout(wait),
+                    None => rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
+                };
+                match outcome {
+                    Ok(()) => {}
+                    Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        if let Some(inner) = weak.upgrade() {
+                            let mut ctx = lock(&inner.ctx);
+                            // A transcription holds its own reference: in use is not idle
+                            // (its end touches the channel and the wait starts over).
+                            if ctx.as_ref().is_some_and(|c| Arc::strong_count(c) == 1) {
+                                *ctx = None;
+                                tracing::debug!("whisper model unloaded after {wait:?} unused");
+                            }
+                        }
+                        // Unloaded (or in use): nothing to time until the next touch.
+                        if rx.recv().is_err() {
+                            return;
+                        }
                     }
                 }
             })
@@ -92,11 +120,21 @@ impl WhisperStt {
         Ok(Self { inner })
     }
 
+    /// How long the model stays loaded without use; `None` keeps it while the engine lives.
+    pub fn set_unload_after(&self, after: Option<Duration>) {
+        *lock(&self.inner.unload_after) = after;
+        self.touch();
+    }
+
+    fn touch(&self) {
+        let _ = lock(&self.inner.touched).send(());
+    }
+
     /// The loaded model, loading it if needed.
     fn context(&self) -> Result<Arc<WhisperContext>, ProviderError> {
         // std Mutex: held while loading so two callers never load twice; no await inside.
-        let mut slot = self.inner.ctx.lock().unwrap_or_else(|p| p.into_inner());
-        *self.inner.last_use.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+        let mut slot = lock(&self.inner.ctx);
+        self.touch();
         if let Some(ctx) = slot.as_ref() {
             return Ok(ctx.clone());
         }
@@ -110,8 +148,13 @@ impl WhisperStt {
 
     /// Whether the weights are in memory now.
     pub fn is_loaded(&self) -> bool {
-        self.inner.ctx.lock().map(|c| c.is_some()).unwrap_or(false)
+        lock(&self.inner.ctx).is_some()
     }
+}
+
+/// A poisoned lock here only means a panic elsewhere mid-update of a plain value.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The encoder window for a clip: 50 frames a second plus a margin, at least 512 (shorter
@@ -159,7 +202,9 @@ impl Transcriber for WhisperStt {
             p.set_print_realtime(false);
             p.set_print_special(false);
             p.set_print_timestamps(false);
-            state.full(p, &audio).map_err(err)?;
+            let done = state.full(p, &audio).map_err(err);
+            this.touch(); // idle time counts from the end of a use, not its start
+            done?;
             let text: Vec<String> = state.as_iter().map(|s| s.to_string()).collect();
             Ok(clean(&text.concat()))
         })
