@@ -280,6 +280,7 @@ pub async fn switch(app: &AppHandle, session: Option<String>) -> CmdResult<Strin
             input_device: settings.input_device.clone(),
             input: Arc::new(Microphone),
             cues: settings.sound_cues,
+            pipeline: Default::default(),
         },
         events,
     );

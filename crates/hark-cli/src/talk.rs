@@ -217,6 +217,7 @@ async fn wav_turn(
         &samples,
         None,
         Instant::now(),
+        voice::Pipeline::default(),
         &CancellationToken::new(),
         events,
     )
@@ -241,6 +242,7 @@ async fn microphone(
             input_device: input,
             input: Arc::new(Microphone),
             cues: false,
+            pipeline: Default::default(),
         },
         events,
     );

@@ -16,7 +16,7 @@ use hark_core::audio::capture::Capture;
 use hark_core::audio::playback::{AudioOut, ClockOut, Speaker};
 use hark_core::conversation::{HistorySettings, Prompt};
 use hark_core::provider::{ChatModel, Completion, DeltaSink, ProviderError};
-use hark_core::session::voice::{respond, Utterance, Voice};
+use hark_core::session::voice::{respond, Pipeline, Utterance, Voice};
 use hark_core::session::ChatSession;
 use hark_core::store::Store;
 use hark_core::stt::Transcriber;
@@ -153,6 +153,7 @@ fn main() {
                 transcript,
                 released_at,
                 transcript_at: Instant::now(),
+                pipeline: Pipeline::default(),
             };
             // Cut each reply once its first audio is out, to keep the run short.
             let cut = CancellationToken::new();

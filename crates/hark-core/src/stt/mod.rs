@@ -30,6 +30,12 @@ pub trait Transcriber: Send + Sync {
     /// Transcribes a whole utterance.
     async fn transcribe(&self, audio: &[f32]) -> Result<String, ProviderError>;
 
+    /// Whether it is cheap to transcribe speculatively while the user still speaks (a local
+    /// engine: no per-request cost). A cloud engine bills every call, so the default is no.
+    fn speculates(&self) -> bool {
+        false
+    }
+
     /// Opens a streaming session that reports interim text on `interim` while audio is
     /// pushed, when the engine has one; `None` means: buffer, then call `transcribe`.
     async fn live(

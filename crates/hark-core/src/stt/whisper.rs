@@ -170,6 +170,10 @@ impl Transcriber for WhisperStt {
         PROVIDER
     }
 
+    fn speculates(&self) -> bool {
+        true
+    }
+
     fn prepare(&self) {
         if !self.is_loaded() {
             let this = self.clone();

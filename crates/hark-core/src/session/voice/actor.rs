@@ -10,7 +10,7 @@ use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::{answer, Voice, VoiceEvent};
+use super::{answer, Pipeline, Voice, VoiceEvent};
 use crate::audio::cue;
 use crate::audio::input::{AudioInput, InputStream};
 use crate::audio::resample::STT_RATE;
@@ -126,6 +126,8 @@ pub struct ActorOptions {
     pub input: Arc<dyn AudioInput>,
     /// Play the start and stop cues (`audio::cue`) through the output.
     pub cues: bool,
+    /// How turns are scheduled.
+    pub pipeline: Pipeline,
 }
 
 /// Starts the voice session actor.
@@ -212,7 +214,7 @@ async fn actor(
                         listening = start_listening(&voice, &options, &events);
                         // While the user speaks, the model evaluates what the request will
                         // start with (a local one; see ChatSession::prefill).
-                        if let (Some(_), Some(c)) = (&listening, &chat) {
+                        if let (Some(_), Some(c), Pipeline::Overlapped) = (&listening, &chat, options.pipeline) {
                             c.prefill();
                         }
                     }
@@ -234,7 +236,7 @@ async fn actor(
                         turn = Some(if practice {
                             start_practice(c, voice.clone(), captured, events.clone())
                         } else {
-                            start_turn(c, voice.clone(), captured, released_at, events.clone())
+                            start_turn(c, voice.clone(), captured, released_at, options.pipeline, events.clone())
                         });
                     }
                 }
@@ -378,22 +380,34 @@ fn start_listening(
         0
     };
     let stop = CancellationToken::new();
-    let pump = tokio::spawn(pump(input, voice.clone(), skip, stop.clone(), events.clone()));
+    let speculate = options.pipeline == Pipeline::Overlapped && voice.stt.speculates();
+    let pump = tokio::spawn(pump(
+        input,
+        voice.clone(),
+        skip,
+        speculate,
+        stop.clone(),
+        events.clone(),
+    ));
     Some(Listening { stop, pump })
 }
 
 /// Moves captured audio to the live transcriber (if any) and collects it, until stopped
 /// or until the input ends by itself (its device failed). The first `skip` samples (the
-/// start cue, heard by the microphone) are left out.
+/// start cue, heard by the microphone) are left out. With `speculate` (a local engine
+/// without a live mode), the speech so far is transcribed at each pause, so that a release
+/// after a pause finds its transcript ready (see [`Speculation`]).
 async fn pump(
     mut input: Box<dyn InputStream>,
     voice: Voice,
     mut skip: usize,
+    speculate: bool,
     stop: CancellationToken,
     events: mpsc::UnboundedSender<VoiceEvent>,
 ) -> Result<Captured, TurnError> {
     let (interim_tx, mut interim_rx) = mpsc::unbounded_channel();
     let mut live: Option<Box<dyn LiveTranscription>> = voice.stt.live(interim_tx).await?;
+    let mut speculation = (speculate && live.is_none()).then(Speculation::default);
     let mut all = Vec::new();
     loop {
         tokio::select! {
@@ -410,6 +424,9 @@ async fn pump(
                     l.send(&chunk).await?;
                 }
                 all.extend(chunk);
+                if let Some(s) = speculation.as_mut() {
+                    s.after_chunk(&voice, &all);
+                }
             }
         }
     }
@@ -425,11 +442,84 @@ async fn pump(
         l.send(&rest).await?;
     }
     all.extend(rest);
-    let transcript = match live {
-        Some(l) if check_utterance(&all).is_ok() => Some(l.finish().await?),
+    let transcript = match (live, speculation) {
+        (Some(l), _) if check_utterance(&all).is_ok() => Some(l.finish().await?),
+        (None, Some(s)) => s.at_release(&all).await,
         _ => None,
     };
     Ok((all, transcript))
+}
+
+/// Samples in one frame of the pause detector (20 ms at 16 kHz).
+const FRAME: usize = STT_RATE as usize / 50;
+/// Silence at the end of the capture that counts as a pause (the speaker may be done).
+/// The speculative clip ends with it, so whisper hears the last word end.
+const PAUSE: usize = STT_RATE as usize * 120 / 1000;
+
+/// Where the speech in `samples` ends: just past the last 20 ms frame louder than silence
+/// (`ptt::SILENCE_RMS`); 0 when there is none.
+fn voiced_end(samples: &[f32]) -> usize {
+    let mut end = samples.len() - samples.len() % FRAME;
+    while end >= FRAME {
+        if crate::audio::resample::rms(&samples[end - FRAME..end]) >= crate::session::ptt::SILENCE_RMS {
+            return end;
+        }
+        end -= FRAME;
+    }
+    0
+}
+
+/// Transcription while the key is held, for a local engine (issue 12). At each pause (120
+/// ms of silence after new speech) the speech so far is transcribed in the background. At
+/// release, if no word was spoken since the last such transcription began, it is the
+/// transcript: it heard the same speech the whole clip holds (the clip differs only by
+/// trailing silence), so the transcript is the same and release waits only for what of it
+/// is still running. If the user spoke on, the whole clip is transcribed after release,
+/// as before. Speech that never pauses before the release costs nothing extra.
+#[derive(Default)]
+struct Speculation {
+    /// The transcription started last: the voiced end it covers, and its task.
+    running: Option<(
+        usize,
+        tokio::task::JoinHandle<Result<String, crate::provider::ProviderError>>,
+    )>,
+}
+
+impl Speculation {
+    fn after_chunk(&mut self, voice: &Voice, all: &[f32]) {
+        if self.running.as_ref().is_some_and(|(_, t)| !t.is_finished()) {
+            return; // one at a time; the next pause starts the next
+        }
+        let end = voiced_end(all);
+        let covered = self.running.as_ref().map_or(0, |(c, _)| *c);
+        if end == 0 || end <= covered || all.len() - end < PAUSE {
+            return;
+        }
+        let clip = all.to_vec();
+        if check_utterance(&clip).is_err() {
+            return;
+        }
+        let stt = voice.stt.clone();
+        let task = tokio::spawn(async move { stt.transcribe(&clip).await });
+        if let Some((_, old)) = self.running.replace((end, task)) {
+            old.abort();
+        }
+    }
+
+    /// The transcript for the whole clip, when a transcription of the same speech is done
+    /// or running; `None`: transcribe the clip.
+    async fn at_release(self, all: &[f32]) -> Option<String> {
+        let (covered, task) = self.running?;
+        if covered != voiced_end(all) {
+            task.abort();
+            return None;
+        }
+        match task.await {
+            Ok(Ok(text)) => Some(text.trim().to_string()),
+            // A failure is retried on the whole clip, which reports it if it persists.
+            _ => None,
+        }
+    }
 }
 
 /// Practice: the utterance is transcribed and reported, no model turn, nothing recorded.
@@ -468,12 +558,24 @@ fn start_turn(
     voice: Voice,
     (samples, live_transcript): Captured,
     released_at: Instant,
+    pipeline: Pipeline,
     events: mpsc::UnboundedSender<VoiceEvent>,
 ) -> Turn {
     let cancel = CancellationToken::new();
     let c = cancel.clone();
     let task = tokio::spawn(async move {
-        if let Err(e) = answer(&mut chat, &voice, &samples, live_transcript, released_at, &c, &events).await {
+        if let Err(e) = answer(
+            &mut chat,
+            &voice,
+            &samples,
+            live_transcript,
+            released_at,
+            pipeline,
+            &c,
+            &events,
+        )
+        .await
+        {
             let _ = events.send(VoiceEvent::failed(&e));
         }
         chat

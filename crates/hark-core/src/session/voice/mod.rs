@@ -30,6 +30,31 @@ use crate::session::ptt::NoTurn;
 use crate::stt::Transcriber;
 use crate::tts::Synthesizer;
 
+/// How a spoken turn is scheduled (issue 12).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pipeline {
+    /// The steps overlap: while the key is held a local model evaluates what the request
+    /// will start with and a local speech engine transcribes at each pause, so release
+    /// leaves only the new words; speech starts at the reply's first clause.
+    #[default]
+    Overlapped,
+    /// One step after the other, as Hark did before: transcribe after release, evaluate the
+    /// whole prompt after that, speak from the first whole sentence. Kept for the latency
+    /// benchmark's side-by-side comparison.
+    Sequential,
+}
+
+impl Pipeline {
+    /// The reply splitter for this schedule.
+    pub fn splitter(self) -> crate::session::sentences::SentenceSplitter {
+        match self {
+            Pipeline::Overlapped => crate::session::sentences::SentenceSplitter::first_clause(),
+            Pipeline::Sequential => crate::session::sentences::SentenceSplitter::new(),
+        }
+    }
+}
+
 /// The speech parts of a session.
 #[derive(Clone)]
 pub struct Voice {

@@ -17,7 +17,6 @@ use crate::audio::AudioError;
 use crate::conversation::MessageKind;
 use crate::provider::{ErrorKind, ProviderError};
 use crate::session::ptt::NoTurn;
-use crate::session::sentences::SentenceSplitter;
 use crate::session::{ChatSession, TurnError, TurnEvent};
 use crate::stt::Transcriber;
 use crate::tts::{AudioChunk, Synthesizer};
@@ -30,6 +29,8 @@ pub struct Utterance {
     pub released_at: Instant,
     /// When the final transcript was there.
     pub transcript_at: Instant,
+    /// How the reply is cut for speech (and how the turn was scheduled).
+    pub pipeline: super::Pipeline,
 }
 
 /// How a spoken reply ended.
@@ -133,7 +134,7 @@ pub async fn respond(
     let record_len = chat.conversation().record().len();
     let _ = events.send(VoiceEvent::ThinkingStarted);
 
-    let mut splitter = SentenceSplitter::new();
+    let mut splitter = utterance.pipeline.splitter();
     let queue = |s: String| {
         timing
             .lock()
@@ -302,12 +303,14 @@ async fn played_out(out: &dyn AudioOut, barge_in: &CancellationToken) -> Result<
 /// A panic anywhere in the turn fails this turn only: the error says so, playback stops,
 /// and the conversation is reloaded from the store, which holds everything committed (the
 /// in-memory copy may be half-updated). The next press works as before (issue 9).
+#[allow(clippy::too_many_arguments)] // one turn's inputs; a struct would only rename them
 pub async fn answer(
     chat: &mut ChatSession,
     voice: &Voice,
     samples: &[f32],
     live_transcript: Option<String>,
     released_at: Instant,
+    pipeline: super::Pipeline,
     barge_in: &CancellationToken,
     events: &mpsc::UnboundedSender<VoiceEvent>,
 ) -> Result<Option<Spoken>, TurnError> {
@@ -319,6 +322,7 @@ pub async fn answer(
         samples,
         live_transcript,
         released_at,
+        pipeline,
         barge_in,
         events,
     ))
@@ -341,12 +345,14 @@ pub async fn answer(
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn answer_unguarded(
     chat: &mut ChatSession,
     voice: &Voice,
     samples: &[f32],
     live_transcript: Option<String>,
     released_at: Instant,
+    pipeline: super::Pipeline,
     barge_in: &CancellationToken,
     events: &mpsc::UnboundedSender<VoiceEvent>,
 ) -> Result<Option<Spoken>, TurnError> {
@@ -367,6 +373,7 @@ async fn answer_unguarded(
         transcript,
         released_at,
         transcript_at: Instant::now(),
+        pipeline,
     };
     respond(chat, voice, &u, barge_in, events).await.map(Some)
 }

@@ -45,6 +45,7 @@ fn rig(transcripts: &[&str]) -> Rig {
         input_device: None,
         input: Arc::new(mic.clone()),
         cues: false,
+        pipeline: Default::default(),
     };
     Rig {
         session: spawn(chat, voice, options, tx),
@@ -225,6 +226,7 @@ async fn a_stalled_speaker_fails_the_turn_instead_of_waiting_forever() {
         transcript: "hi".into(),
         released_at: now,
         transcript_at: now,
+        pipeline: Default::default(),
     };
     let started = tokio::time::Instant::now();
     let e = respond(&mut chat, &voice, &u, &CancellationToken::new(), &tx)
@@ -300,6 +302,7 @@ async fn the_start_cue_is_cut_from_the_utterance() {
             input_device: None,
             input: Arc::new(mic),
             cues: true,
+            pipeline: Default::default(),
         },
         tx,
     );
@@ -318,4 +321,118 @@ async fn the_start_cue_is_cut_from_the_utterance() {
             transcript: format!("{} samples", 600 * 16 - skipped)
         }
     );
+}
+
+/// A local-like engine for the speculation tests: it speculates, takes 150 ms, says how
+/// many samples it heard and counts its calls.
+#[derive(Clone, Default)]
+struct Measuring {
+    calls: Arc<std::sync::Mutex<Vec<usize>>>,
+}
+
+#[async_trait::async_trait]
+impl crate::stt::Transcriber for Measuring {
+    fn name(&self) -> &'static str {
+        "measuring"
+    }
+    fn speculates(&self) -> bool {
+        true
+    }
+    async fn transcribe(&self, audio: &[f32]) -> Result<String, crate::provider::ProviderError> {
+        self.calls.lock().unwrap().push(audio.len());
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        Ok(format!("{} samples", audio.len()))
+    }
+}
+
+/// Runs one held utterance of `script` (16 kHz samples) with `pipeline`; returns the final
+/// transcript, the transcriber's calls and the turn's release → transcript time.
+async fn held_utterance(script: Vec<f32>, pipeline: Pipeline) -> (String, Vec<usize>, u64) {
+    let store = Arc::new(Store::open_in_memory().unwrap());
+    let model = ScriptedModel::new();
+    model.push(Reply::text("Hello."));
+    let chat = ChatSession::create(store, Box::new(model), "", HistorySettings::default()).unwrap();
+    let stt = Measuring::default();
+    let voice = Voice {
+        stt: Arc::new(stt.clone()),
+        tts: Arc::new(ToneTts { ms_per_char: 1 }),
+        out: Arc::new(ClockOut::new()),
+    };
+    let mic = Scripted::new();
+    let ms = script.len() as u64 / 16;
+    mic.push(Script::Speak(script));
+    let (tx, mut events) = mpsc::unbounded_channel();
+    let options = ActorOptions {
+        mode: PttMode::Hold,
+        input_device: None,
+        input: Arc::new(mic),
+        cues: false,
+        pipeline,
+    };
+    let session = spawn(chat, voice, options, tx);
+    session.handle().key(Key::Press).unwrap();
+    // Released once all of it is delivered (20 ms chunks, each after a 20 ms sleep).
+    tokio::time::sleep(Duration::from_millis(ms + 300)).await;
+    session.handle().key(Key::Release).unwrap();
+    let VoiceEvent::TranscriptFinal { text } = wait_for(&mut events, "the transcript", |e| {
+        matches!(e, VoiceEvent::TranscriptFinal { .. })
+    })
+    .await
+    else {
+        unreachable!()
+    };
+    let VoiceEvent::TurnFinished { metrics, .. } = wait_for(&mut events, "the turn", |e| {
+        matches!(e, VoiceEvent::TurnFinished { .. })
+    })
+    .await
+    else {
+        unreachable!()
+    };
+    session.shutdown().await.unwrap();
+    let calls = stt.calls.lock().unwrap().clone();
+    (text, calls, metrics.transcript_ms.unwrap())
+}
+
+fn silence(ms: usize) -> Vec<f32> {
+    vec![0.0; ms * 16]
+}
+
+/// Issue 12: a release after a pause finds the transcript made while the key was held.
+#[tokio::test]
+async fn a_release_after_a_pause_uses_the_transcript_made_while_the_key_was_held() {
+    let mut script = speech_samples(600);
+    script.extend(silence(500));
+    let (text, calls, transcript_ms) = held_utterance(script, Pipeline::Overlapped).await;
+    // One transcription, of the speech and the 120 ms pause that ended it.
+    assert_eq!(calls, vec![(600 + 120) * 16]);
+    assert_eq!(text, format!("{} samples", (600 + 120) * 16));
+    assert!(
+        transcript_ms < 100,
+        "ready at release, not 150 ms after it: {transcript_ms} ms"
+    );
+}
+
+#[tokio::test]
+async fn speech_after_the_pause_is_transcribed_whole_after_release() {
+    let mut script = speech_samples(400);
+    script.extend(silence(300));
+    script.extend(speech_samples(400));
+    let total = script.len();
+    let (text, calls, transcript_ms) = held_utterance(script, Pipeline::Overlapped).await;
+    // The speculative one (first phrase) is discarded; the whole clip decides.
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(calls[0], (400 + 120) * 16);
+    assert_eq!(text, format!("{total} samples"));
+    assert!(transcript_ms >= 150, "{transcript_ms} ms");
+}
+
+#[tokio::test]
+async fn the_sequential_pipeline_transcribes_once_after_release() {
+    let mut script = speech_samples(600);
+    script.extend(silence(500));
+    let total = script.len();
+    let (text, calls, transcript_ms) = held_utterance(script, Pipeline::Sequential).await;
+    assert_eq!(calls, vec![total]);
+    assert_eq!(text, format!("{total} samples"));
+    assert!(transcript_ms >= 150, "{transcript_ms} ms");
 }
