@@ -241,10 +241,15 @@ impl Profile {
     /// must be in place: see [`Self::models_needed`]).
     pub async fn chat(&self, kc: &Keychain, manifest: &Manifest, models: &ModelStore) -> Result<ChatParts, SetupError> {
         match self.llm(kc) {
-            Llm::Cloud(kind) => Ok(ChatParts {
-                model: self.llm_config(kind, kc).build()?,
-                local: None,
-            }),
+            Llm::Cloud(kind) => {
+                let config = self.llm_config(kind, kc);
+                // An OpenAI model's tokenizer table builds while the rest starts up.
+                crate::tokens::warm_up(&config.model);
+                Ok(ChatParts {
+                    model: config.build()?,
+                    local: None,
+                })
+            }
             Llm::Local => {
                 let spec = self.local_spec(manifest)?;
                 let server = LocalLlm::start(
