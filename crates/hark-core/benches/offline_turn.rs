@@ -118,7 +118,12 @@ fn percentile(v: &[f64], p: f64) -> f64 {
 
 fn words(s: &str) -> Vec<String> {
     s.split_whitespace()
-        .map(|w| w.chars().filter(|c| c.is_alphanumeric()).collect::<String>().to_lowercase())
+        .map(|w| {
+            w.chars()
+                .filter(|c| c.is_alphanumeric())
+                .collect::<String>()
+                .to_lowercase()
+        })
         .filter(|w| !w.is_empty())
         .collect()
 }
@@ -171,12 +176,7 @@ fn machine() -> String {
     format!("{cpu}, {cores} cores")
 }
 
-async fn conversation(
-    pipeline: Pipeline,
-    server: &LocalLlm,
-    voice: &Voice,
-    clips: &[Vec<f32>],
-) -> Vec<Measured> {
+async fn conversation(pipeline: Pipeline, server: &LocalLlm, voice: &Voice, clips: &[Vec<f32>]) -> Vec<Measured> {
     let store = Arc::new(Store::open_in_memory().expect("sqlite"));
     let mut chat = ChatSession::create(
         store,

@@ -8,7 +8,12 @@ use hark_core::tokens;
 #[test]
 fn only_a_model_with_an_exact_tokenizer_builds_a_table() {
     for model in ["claude-sonnet-4-5", "qwen2.5-coder-1.5b", "llama3.2"] {
-        let mut c = Conversation::new("s", model, "You are Hark, a voice assistant.", HistorySettings::default());
+        let mut c = Conversation::new(
+            "s",
+            model,
+            "You are Hark, a voice assistant.",
+            HistorySettings::default(),
+        );
         c.push_user("Hello there, what is the time?").unwrap();
         assert!(c.window().tokens > 0);
         assert!(!tokens::table_built(), "{model} built a tokenizer table");

@@ -35,12 +35,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::audio::AudioError;
 use crate::conversation::{
-    AssistantMessage, Conversation, HistoryError, HistorySettings, Latency, Message, Prompt, ReplyOutcome, SummaryJob,
-    ToolCall, ToolResolution, ToolState, Usage,
+    AssistantMessage, Conversation, HistoryError, HistorySettings, Latency, Message, Prompt, ReplyOutcome, ToolCall,
+    ToolResolution, ToolState, Usage,
 };
 use crate::error::ErrorKind;
 use crate::provider::{ChatModel, Completion, ProviderError};
-use crate::store::{SessionMeta, Store, StoreError, StoredSession, Summary};
+use crate::store::{SessionMeta, Store, StoreError, StoredSession};
 use crate::tools::{ToolContext, Toolbox};
 
 /// Model requests a turn may make that end in tool calls; the calls of the last one are
@@ -124,7 +124,7 @@ pub struct ChatSession {
     /// Shared with background summary folds.
     model: Arc<dyn ChatModel>,
     /// Background summarisation, when on (rule 11).
-    summaries: Option<Summaries>,
+    summaries: Option<summary::Summaries>,
     /// Tools offered to the model (rule 10).
     tools: Toolbox,
     /// Long-term recall on (rule 12).
@@ -140,13 +140,6 @@ pub struct ChatSession {
     /// Woken when background work (a summary fold, a late tool result) has a result, so a
     /// waiting actor applies it without polling.
     background: Arc<Notify>,
-}
-
-/// The background summary fold: at most one at a time; its result comes back on `done`.
-struct Summaries {
-    running: bool,
-    tx: mpsc::UnboundedSender<(SummaryJob, Result<String, ProviderError>)>,
-    done: mpsc::UnboundedReceiver<(SummaryJob, Result<String, ProviderError>)>,
 }
 
 impl ChatSession {
@@ -206,18 +199,6 @@ impl ChatSession {
 
     pub fn conversation(&self) -> &Conversation {
         &self.conv
-    }
-
-    /// Turns background summarisation on or off (rule 11).
-    pub fn set_summarization(&mut self, on: bool) {
-        self.summaries = on.then(|| {
-            let (tx, done) = mpsc::unbounded_channel();
-            Summaries {
-                running: false,
-                tx,
-                done,
-            }
-        });
     }
 
     /// The tools offered to the model from the next request on (none by default).
@@ -285,101 +266,6 @@ impl ChatSession {
     /// Whether background work (a summary fold, a cancelled tool) is still to come back.
     pub fn background_running(&self) -> bool {
         self.summary_running() || self.late_pending > 0
-    }
-
-    /// Folds in a summary that has finished, if any; never waits. Returns whether one was
-    /// applied (the context changed).
-    fn poll_summary(&mut self) -> Result<bool, StoreError> {
-        let Some(s) = self.summaries.as_mut() else {
-            return Ok(false);
-        };
-        let Ok((job, result)) = s.done.try_recv() else {
-            return Ok(false);
-        };
-        s.running = false;
-        let before = self.conv.summary().map(str::to_string);
-        self.apply_summary(job, result)?;
-        Ok(self.conv.summary() != before.as_deref())
-    }
-
-    /// Whether a summary fold is running in the background.
-    pub fn summary_running(&self) -> bool {
-        self.summaries.as_ref().is_some_and(|s| s.running)
-    }
-
-    fn apply_summary(&mut self, job: SummaryJob, result: Result<String, ProviderError>) -> Result<(), StoreError> {
-        match result {
-            Ok(text) => {
-                if self.conv.apply_summary(&job, text.clone()) {
-                    let through_seq = job.to as i64 - 1;
-                    self.store.save_summary(
-                        &self.meta.id,
-                        &Summary {
-                            text,
-                            through_seq,
-                            created_at: chrono::Utc::now(),
-                        },
-                    )?;
-                }
-            }
-            Err(e) => tracing::warn!("summary fold failed (the turns stay in the record): {e}"),
-        }
-        Ok(())
-    }
-
-    /// Starts a fold in the background when turns have left the context.
-    fn start_summary(&mut self) {
-        let Some(s) = self.summaries.as_mut() else { return };
-        if s.running {
-            return;
-        }
-        let Some(job) = self.conv.summary_due() else { return };
-        s.running = true;
-        let (model, tx, wake) = (self.model.clone(), s.tx.clone(), self.background.clone());
-        tokio::spawn(async move {
-            let result = summary::fold(model.as_ref(), &job).await;
-            let _ = tx.send((job, result));
-            wake.notify_one();
-        });
-    }
-
-    /// The user edited the summary (or cleared it): it replaces the running one, keeps its
-    /// reach into the record, and is committed as a new version. A fold in flight is then
-    /// discarded, since it was built on the old text.
-    pub fn edit_summary(&mut self, text: Option<String>) -> Result<(), StoreError> {
-        let text = text.map(|t| t.trim().to_string()).filter(|t| !t.is_empty());
-        let reach = self.conv.summarized_to();
-        self.conv.set_summary_through(text.clone(), reach);
-        let summary = Summary {
-            text: text.unwrap_or_default(),
-            through_seq: reach as i64 - 1,
-            created_at: chrono::Utc::now(),
-        };
-        self.store.save_summary(&self.meta.id, &summary)
-    }
-
-    /// Waits for the fold in flight (if any) and applies it; then folds whatever is still
-    /// due. For shutdown, export, and tests that need the summary settled.
-    pub async fn settle_summary(&mut self) -> Result<(), StoreError> {
-        for _ in 0..2 {
-            let Some(s) = self.summaries.as_mut() else {
-                return Ok(());
-            };
-            if !s.running {
-                self.start_summary();
-            }
-            let Some(s) = self.summaries.as_mut() else {
-                return Ok(());
-            };
-            if !s.running {
-                return Ok(());
-            }
-            if let Some((job, result)) = s.done.recv().await {
-                s.running = false;
-                self.apply_summary(job, result)?;
-            }
-        }
-        Ok(())
     }
 
     /// Overrides the model's context window (a local server started with its own size).
