@@ -498,7 +498,16 @@ impl ModelStore {
             let mut body = resp.bytes_stream();
             report(have);
             while let Some(chunk) = body.next().await {
-                let chunk = chunk.map_err(|e| net(e.to_string()))?;
+                let chunk = match chunk {
+                    Ok(c) => c,
+                    Err(e) => {
+                        // tokio's File finishes a write in the background: wait for it, so
+                        // the bytes that came are on disk for the resume (found by a test
+                        // that read the part's length right after the error).
+                        let _ = file.flush().await;
+                        return Err(net(e.to_string()));
+                    }
+                };
                 file.write_all(&chunk).await.map_err(io_err(&partial))?;
                 hash.update(&chunk);
                 have += chunk.len() as u64;
