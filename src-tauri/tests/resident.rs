@@ -108,6 +108,42 @@ async fn hark_lives_in_the_tray_and_answers_while_hidden() {
     // The window shows the turns taken while it was hidden.
     app.wait("the turns in the panel", HISTORY, |v| in_context(v).len() == 4)
         .await;
+
+    // A shortcut another program holds is refused with the reason, and the previous one
+    // stays Hark's: recorded in Settings as a person would press it.
+    let other = XGrab::take("F10");
+    assert!(XGrab::try_take("F11").is_none(), "Hark holds its shortcut");
+    app.js("document.querySelector('#open-settings').click();").await;
+    app.wait(
+        "the settings",
+        "return !!document.querySelector('#record-shortcut')",
+        |v| v == true,
+    )
+    .await;
+    app.js(
+        "const b = document.querySelector('#record-shortcut'); b.click(); b.focus(); \
+         b.dispatchEvent(new KeyboardEvent('keydown', {key: 'F10', code: 'F10', ctrlKey: true, altKey: true, shiftKey: true, bubbles: true}));",
+    )
+    .await;
+    let banner = app
+        .wait(
+            "the refusal",
+            "return document.querySelector('#banners')?.innerText ?? ''",
+            |v| v.as_str().is_some_and(|t| t.contains("cannot be used")),
+        )
+        .await;
+    let banner = banner.as_str().unwrap();
+    assert!(banner.contains("Ctrl+Alt+Shift+F10"), "{banner}");
+    assert!(banner.contains("Ctrl+Alt+Shift+F11 stays the shortcut"), "{banner}");
+    let label = app
+        .js("return document.querySelector('#shortcut-label').innerText")
+        .await;
+    assert_eq!(label, "Ctrl+Alt+Shift+F11");
+    assert!(
+        XGrab::try_take("F11").is_none(),
+        "the previous shortcut is still Hark's"
+    );
+    drop(other);
     app.close().await;
 
     // The log is where Settings says, and no file under HOME (or the test's files) holds

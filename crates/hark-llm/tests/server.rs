@@ -26,8 +26,8 @@ impl Drop for Server {
     }
 }
 
-/// The SmolLM2 model, fetched through the manifest into HARK_MODELS_DIR (which
-/// scripts/test.sh sets; these tests are `#[ignore]`d for a plain `cargo test`).
+/// The SmolLM2 model that scripts/test.sh fetches into HARK_MODELS_DIR (these tests are
+/// `#[ignore]`d for a plain `cargo test`); a test never downloads it itself.
 fn model() -> std::path::PathBuf {
     assert!(
         std::env::var_os("HARK_MODELS_DIR").is_some(),
@@ -35,8 +35,12 @@ fn model() -> std::path::PathBuf {
     );
     let manifest = Manifest::builtin();
     let spec = manifest.find("smollm2-135m").unwrap();
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    rt.block_on(ModelStore::default_dir().ensure(spec, &|_| {})).unwrap()
+    let store = ModelStore::default_dir();
+    assert!(
+        store.is_ready(spec),
+        "SmolLM2 is missing from HARK_MODELS_DIR: scripts/test.sh fetches it (scripts/fetch-models.sh smollm2-135m)"
+    );
+    store.path(spec)
 }
 
 fn start(model: &std::path::Path, ctx: u32) -> Server {

@@ -500,3 +500,45 @@ pub async fn axe_serious(app: &App) -> Vec<String> {
         .map(|v| format!("{} ({}): {}", v["id"], v["impact"], v["nodes"]))
         .collect()
 }
+
+/// A key combination (Ctrl+Alt+Shift+`key`) grabbed on the X root window by another client,
+/// as another program holding a global shortcut does; released when dropped.
+pub struct XGrab {
+    _conn: x11rb::rust_connection::RustConnection,
+}
+
+impl XGrab {
+    /// Grabs it; panics if it cannot (someone else holds it).
+    pub fn take(key: &str) -> Self {
+        Self::try_take(key).unwrap_or_else(|| panic!("Ctrl+Alt+Shift+{key} is held by another client"))
+    }
+
+    /// Grabs it, or `None` when another client (Hark) holds it: X refuses a second grab
+    /// with BadAccess.
+    pub fn try_take(key: &str) -> Option<Self> {
+        use x11rb::connection::Connection;
+        use x11rb::protocol::xproto::{ConnectionExt, GrabMode, ModMask};
+        let keysym: u32 = match key {
+            "F10" => 0xffc7,
+            "F11" => 0xffc8,
+            other => panic!("no keysym for {other} here"),
+        };
+        let (conn, screen) = x11rb::connect(None).expect("the X display");
+        let root = conn.setup().roots[screen].root;
+        let (min, max) = (conn.setup().min_keycode, conn.setup().max_keycode);
+        let map = conn.get_keyboard_mapping(min, max - min + 1).unwrap().reply().unwrap();
+        let per = map.keysyms_per_keycode as usize;
+        let keycode = map
+            .keysyms
+            .chunks(per)
+            .position(|syms| syms.contains(&keysym))
+            .map(|i| min + i as u8)
+            .expect("the key's keycode");
+        let mods = ModMask::CONTROL | ModMask::M1 | ModMask::SHIFT;
+        let grabbed = conn
+            .grab_key(false, root, mods, keycode, GrabMode::ASYNC, GrabMode::ASYNC)
+            .unwrap()
+            .check();
+        grabbed.is_ok().then_some(Self { _conn: conn })
+    }
+}
