@@ -5,7 +5,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/hark/target}"
-command -v cargo-tauri >/dev/null || cargo install tauri-cli --version '^2' --locked
 TRIPLE=$(rustc -vV | sed -n 's/^host: //p')
 EXE=""
 case "$TRIPLE" in *windows*) EXE=".exe" ;; esac
@@ -13,4 +12,6 @@ case "$TRIPLE" in *windows*) EXE=".exe" ;; esac
 cargo build --release --locked -p hark-llm
 mkdir -p src-tauri/binaries
 cp "$CARGO_TARGET_DIR/release/hark-llm$EXE" "src-tauri/binaries/hark-llm-$TRIPLE$EXE"
-cargo tauri build --config src-tauri/tauri.bundle.conf.json "$@"
+# The Tauri CLI from the UI's pinned npm packages (a prebuilt binary: no 15-minute
+# `cargo install tauri-cli`).
+ui/node_modules/.bin/tauri build --config src-tauri/tauri.bundle.conf.json "$@"

@@ -183,13 +183,34 @@ impl SentenceSplitter {
 mod tests {
     use super::*;
 
-    fn split_stream(pieces: &[&str]) -> Vec<String> {
-        let mut s = SentenceSplitter::new();
+    fn split_with(mut s: SentenceSplitter, pieces: &[&str]) -> Vec<String> {
         let mut out = Vec::new();
         for p in pieces {
             out.extend(s.push(p));
         }
         out.extend(s.finish());
+        out
+    }
+
+    fn split_stream(pieces: &[&str]) -> Vec<String> {
+        split_with(SentenceSplitter::new(), pieces)
+    }
+
+    fn split_first_clause(pieces: &[&str]) -> Vec<String> {
+        split_with(SentenceSplitter::first_clause(), pieces)
+    }
+
+    /// `text` cut at (the character boundaries nearest) `cuts`, as a stream arrives.
+    fn pieces<'t>(text: &'t str, cuts: Vec<usize>) -> Vec<&'t str> {
+        let mut bounds: Vec<usize> = cuts.into_iter().map(|c| floor_char_boundary(text, c)).collect();
+        bounds.push(text.len());
+        bounds.sort_unstable();
+        let mut out = Vec::new();
+        let mut from = 0;
+        for b in bounds {
+            out.push(&text[from..b]);
+            from = b;
+        }
         out
     }
 
@@ -252,29 +273,10 @@ mod tests {
             text in "(?s:.){0,600}",
             cuts in proptest::collection::vec(0usize..600, 0..12),
         ) {
-            let mut bounds: Vec<usize> = cuts.into_iter().map(|c| floor_char_boundary(&text, c)).collect();
-            bounds.push(text.len());
-            bounds.sort_unstable();
-            let mut pieces = Vec::new();
-            let mut from = 0;
-            for b in bounds {
-                pieces.push(&text[from..b]);
-                from = b;
-            }
-            let out = split_stream(&pieces);
+            let out = split_stream(&pieces(&text, cuts));
             proptest::prop_assert!(out.iter().all(|s| !s.trim().is_empty()));
             proptest::prop_assert_eq!(squash(&out.concat()), squash(&text));
         }
-    }
-
-    fn split_first_clause(pieces: &[&str]) -> Vec<String> {
-        let mut s = SentenceSplitter::first_clause();
-        let mut out = Vec::new();
-        for p in pieces {
-            out.extend(s.push(p));
-        }
-        out.extend(s.finish());
-        out
     }
 
     #[test]
@@ -313,16 +315,7 @@ mod tests {
             text in "(?s:.){0,300}",
             cuts in proptest::collection::vec(0usize..300, 0..8),
         ) {
-            let mut bounds: Vec<usize> = cuts.into_iter().map(|c| floor_char_boundary(&text, c)).collect();
-            bounds.push(text.len());
-            bounds.sort_unstable();
-            let mut pieces = Vec::new();
-            let mut from = 0;
-            for b in bounds {
-                pieces.push(&text[from..b]);
-                from = b;
-            }
-            let out = split_first_clause(&pieces);
+            let out = split_first_clause(&pieces(&text, cuts));
             proptest::prop_assert!(out.iter().all(|s| !s.trim().is_empty()));
             proptest::prop_assert_eq!(squash(&out.concat()), squash(&text));
         }
