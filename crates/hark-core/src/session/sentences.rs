@@ -201,7 +201,7 @@ mod tests {
     }
 
     /// `text` cut at (the character boundaries nearest) `cuts`, as a stream arrives.
-    fn pieces<'t>(text: &'t str, cuts: Vec<usize>) -> Vec<&'t str> {
+    fn pieces(text: &str, cuts: Vec<usize>) -> Vec<&str> {
         let mut bounds: Vec<usize> = cuts.into_iter().map(|c| floor_char_boundary(text, c)).collect();
         bounds.push(text.len());
         bounds.sort_unstable();
