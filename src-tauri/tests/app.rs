@@ -263,6 +263,30 @@ async fn the_desktop_app_end_to_end() {
     );
     app.phase("ready").await;
 
+    // The conversation language (issue 13): chosen in Settings, its instruction follows the
+    // system prompt in the history panel (and so in every request); "Automatic" takes it
+    // away again.
+    app.open_settings().await;
+    app.choose("select[name=language]", "German").await;
+    app.save_settings().await;
+    app.wait(
+        "the language in the panel",
+        "return document.querySelector('#language-note')?.textContent ?? ''",
+        |v| v.as_str().unwrap_or_default().contains("Always answer in German"),
+    )
+    .await;
+    app.open_settings().await;
+    app.choose("select[name=language]", "Automatic").await;
+    app.save_settings().await;
+    app.wait(
+        "no language in the panel",
+        "return document.querySelector('#language-note') === null",
+        |v| v == true,
+    )
+    .await;
+    app.phase("ready").await;
+    assert_eq!(app.error_banners().await, "");
+
     // A key saved in Settings goes to the Secret Service and into no file the app wrote.
     let key = "sk-ant-entered-in-settings-4f9c2e";
     app.open_settings().await;

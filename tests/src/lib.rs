@@ -838,8 +838,13 @@ pub fn whisper_model() -> std::path::PathBuf {
 
 /// Speaks text into a WAV file with espeak-ng (a real voice, for real speech-to-text).
 pub fn espeak_wav(text: &str, path: &std::path::Path) {
+    espeak_wav_in("en-us", text, path);
+}
+
+/// Speaks text into a WAV file with one of espeak-ng's voices (`de`, `fr-fr`, …).
+pub fn espeak_wav_in(voice: &str, text: &str, path: &std::path::Path) {
     let ok = std::process::Command::new("espeak-ng")
-        .arg("-w")
+        .args(["-v", voice, "-w"])
         .arg(path)
         .arg(text)
         .status()

@@ -154,6 +154,9 @@ async fn http(mut sock: TcpStream, s: Arc<Shared>) {
             }
             match (req.method.as_str(), path.as_str()) {
                 ("POST", "/v1/listen") => {
+                    if let Some(e) = deepgram_language_error(&req.path) {
+                        return send_status(&mut sock, 400, &e, None).await;
+                    }
                     if !req.raw.starts_with(b"RIFF") || req.header("content-type") != Some("audio/wav") {
                         let body = deepgram_error(
                             "Bad Request",
@@ -201,6 +204,17 @@ async fn http(mut sock: TcpStream, s: Arc<Shared>) {
                         let body = openai_error("Could not parse multipart form", "invalid_request");
                         return send_status(&mut sock, 400, &body, None).await;
                     }
+                    // ISO-639-1 only, as the API documents and checks.
+                    let lang = raw
+                        .split_once("name=\"language\"\r\n\r\n")
+                        .and_then(|(_, rest)| rest.split("\r\n").next());
+                    if let Some(l) = lang.filter(|l| l.len() != 2 || !l.bytes().all(|b| b.is_ascii_lowercase())) {
+                        let msg = format!(
+                            "Invalid language '{l}'. Language parameter must be specified in ISO-639-1 format."
+                        );
+                        let body = openai_error(&msg, "invalid_language_format");
+                        return send_status(&mut sock, 400, &body, None).await;
+                    }
                     tokio::time::sleep(delay).await;
                     let t = s.transcript.lock().expect("t").clone();
                     send_json(&mut sock, &json!({"text": t})).await;
@@ -219,6 +233,19 @@ async fn http(mut sock: TcpStream, s: Arc<Shared>) {
             }
         }
     }
+}
+
+/// Deepgram's answer to a `language` Nova-3 does not have (its documented codes, or
+/// `multi` for the multilingual model); absent means English.
+fn deepgram_language_error(path_or_query: &str) -> Option<Value> {
+    const NOVA3: &[&str] = &[
+        "multi", "en", "en-US", "en-GB", "bg", "ca", "cs", "da", "de", "el", "es", "et", "fi", "fr", "hi", "hu", "id",
+        "it", "ja", "ko", "lt", "lv", "ms", "nl", "no", "pl", "pt", "ro", "ru", "sk", "sv", "th", "tr", "uk", "vi",
+        "zh",
+    ];
+    let query = path_or_query.split_once('?').map_or(path_or_query, |(_, q)| q);
+    let lang = query.split('&').find_map(|kv| kv.strip_prefix("language="))?;
+    (!NOVA3.contains(&lang)).then(|| deepgram_error("Bad Request", "No such model/language/tier combination found."))
 }
 
 async fn send_json(sock: &mut TcpStream, body: &Value) {
@@ -279,6 +306,9 @@ async fn live(sock: TcpStream, s: Arc<Shared>) {
         };
         if auth != format!("Token {key}") {
             return Err(fail(401, deepgram_error("INVALID_AUTH", "Invalid credentials.")));
+        }
+        if let Some(e) = deepgram_language_error(&q) {
+            return Err(fail(400, e));
         }
         for needed in [
             "encoding=linear16",

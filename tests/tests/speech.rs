@@ -161,3 +161,26 @@ async fn openai_speech_streams_pcm() {
     let (tx, _rx) = mpsc::unbounded_channel();
     assert_eq!(bad.synthesize("x", &tx).await.unwrap_err().kind.as_str(), "auth");
 }
+
+/// A language the service does not have is its error, named, not a silent English turn.
+#[tokio::test]
+async fn a_language_the_service_does_not_have_is_its_error() {
+    let dg = FakeSpeech::deepgram(KEY);
+    let mut c = deepgram(&dg, KEY);
+    c.language = "tlh".into();
+    let err = DeepgramStt::new(c, false)
+        .unwrap()
+        .transcribe(&tone(0.5))
+        .await
+        .unwrap_err();
+    assert_eq!(err.status, Some(400), "{err}");
+    assert_eq!(err.message, "No such model/language/tier combination found.");
+
+    let oa = FakeSpeech::openai(KEY);
+    let stt = OpenAiStt::new(openai(&oa, KEY, "gpt-4o-mini-transcribe"))
+        .unwrap()
+        .with_language(Some("german"));
+    let err = stt.transcribe(&tone(0.5)).await.unwrap_err();
+    assert_eq!(err.status, Some(400), "{err}");
+    assert!(err.message.contains("ISO-639-1"), "{err}");
+}

@@ -73,6 +73,11 @@ pub struct SessionArgs {
     /// Sampling temperature.
     #[arg(long)]
     pub temperature: Option<f32>,
+    /// The conversation language: auto, or an ISO 639-1 code (de, fr, es, ja, …). Replies
+    /// come back in it; `hark talk` transcribes and speaks it. Offline speech-to-text
+    /// (whisper tiny.en) is English-only.
+    #[arg(long, env = "HARK_LANGUAGE", default_value = "auto")]
+    pub language: String,
 }
 
 /// The `--llm` choices.
@@ -113,6 +118,7 @@ impl SessionArgs {
             summarize: self.summarize,
             recall: !self.no_recall,
             tools: !self.no_tools,
+            language: self.language.clone(),
             ..defaults
         }
     }

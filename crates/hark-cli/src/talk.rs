@@ -146,6 +146,7 @@ pub async fn run(args: TalkArgs, db: PathBuf) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let profile = args.profile();
+    profile.check()?;
     ensure_speech_model(&profile).await?;
     let kc = Keychain::default();
     let stt = profile.transcriber(&kc)?;

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::conversation::HistorySettings;
 use crate::error::ErrorKind;
+use crate::language::{self, Language};
 use crate::local::{self, LocalLlm};
 use crate::models::{Manifest, ModelError, ModelKind, ModelSpec, ModelStore};
 use crate::provider::{ChatModel, ProviderConfig, ProviderError, ProviderKind};
@@ -95,6 +96,9 @@ pub struct Profile {
     pub deepgram_base_url: Option<String>,
     /// OpenAI speech endpoint override.
     pub speech_base_url: Option<String>,
+    /// The conversation language: `"auto"` (detected) or an ISO 639-1 code from
+    /// [`language::LANGUAGES`]. It reaches speech-to-text, the system text and the OS voice.
+    pub language: String,
     /// Free the offline models' memory (whisper, the local chat model) after this many
     /// minutes without a turn; 0 keeps them loaded while Hark runs, so no turn is a cold
     /// one. The next turn after an unload loads them again (a second or two).
@@ -120,6 +124,7 @@ impl Default for Profile {
             voice: None,
             deepgram_base_url: None,
             speech_base_url: None,
+            language: language::AUTO.into(),
             unload_after_minutes: 0,
         }
     }
@@ -160,6 +165,36 @@ fn nonempty(s: &Option<String>) -> Option<&str> {
 }
 
 impl Profile {
+    /// The conversation language; `None`: automatic. An unknown code is a settings error
+    /// that names it.
+    pub fn language(&self) -> Result<Option<&'static Language>, ProviderError> {
+        language::parse(&self.language).map_err(|e| ProviderError::new("settings", ErrorKind::Settings, e))
+    }
+
+    /// What no session can be built from, said before anything starts: an unknown
+    /// language, or another language than English offline when the models manifest has
+    /// no multilingual speech model (a whisper file of one's own, `whisper_model`, is
+    /// taken at its word).
+    pub fn check(&self) -> Result<(), ProviderError> {
+        if let Some(lang) = self.language()? {
+            let offline = self.stt == SttKind::Whisper && self.whisper_model.is_none();
+            let no_multilingual = Manifest::load().ok().is_none_or(|m| m.multilingual_stt().is_none());
+            if lang.code != "en" && offline && no_multilingual {
+                return Err(ProviderError::new(
+                    "settings",
+                    ErrorKind::Settings,
+                    format!(
+                        "offline speech-to-text understands English only with these models (the manifest has \
+                         no multilingual speech model): to speak {}, choose Deepgram or OpenAI for \
+                         speech-to-text, or set the language to automatic",
+                        lang.name
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The language model this profile means, given the keys present: the explicit choice,
     /// else an OpenAI-compatible server for a custom base URL, else a keyed provider
     /// (Anthropic first), else the offline model.
@@ -213,11 +248,17 @@ impl Profile {
         Ok(spec)
     }
 
-    /// The offline speech model's manifest entry, when this profile uses the manifest's.
+    /// The offline speech model's manifest entry, when this profile uses the manifest's:
+    /// the default (English) one, or the multilingual one for a conversation in another
+    /// language than English.
     pub fn whisper_spec<'m>(&self, manifest: &'m Manifest) -> Option<&'m ModelSpec> {
-        (self.stt == SttKind::Whisper && self.whisper_model.is_none())
-            .then(|| manifest.default_for(ModelKind::Stt))
-            .flatten()
+        if self.stt != SttKind::Whisper || self.whisper_model.is_some() {
+            return None;
+        }
+        match self.language().ok().flatten() {
+            Some(lang) if lang.code != "en" => manifest.multilingual_stt(),
+            _ => manifest.default_for(ModelKind::Stt),
+        }
     }
 
     /// The whisper model file this profile uses.
@@ -292,6 +333,7 @@ impl Profile {
             None => ChatSession::create(store.clone(), model, &self.system_prompt, HistorySettings::default())?,
         };
         s.set_reply_budget(self.max_tokens);
+        s.set_language(self.language()?);
         s.set_summarization(self.summarize);
         s.set_recall(self.recall);
         if self.tools && local.is_none() {
@@ -326,18 +368,29 @@ impl Profile {
         c
     }
 
-    /// The speech-to-text engine. The offline one needs its model file in place.
+    /// The speech-to-text engine (the offline one needs its model file in place), told the conversation language: Deepgram's `language`
+    /// (its multilingual model, `multi`, when automatic), OpenAI's `language` field
+    /// (absent when automatic), whisper's (English-only models refuse others).
     pub fn transcriber(&self, kc: &Keychain) -> Result<Arc<dyn Transcriber>, ProviderError> {
+        self.check()?;
+        let lang = self.language()?;
+        let deepgram = || {
+            let mut c = self.deepgram(kc);
+            c.language = lang.map_or("multi", |l| l.code).to_string();
+            c
+        };
         Ok(match self.stt {
-            SttKind::Deepgram => Arc::new(DeepgramStt::new(self.deepgram(kc), true)?),
-            SttKind::DeepgramPrerecorded => Arc::new(DeepgramStt::new(self.deepgram(kc), false)?),
-            SttKind::OpenAi => Arc::new(OpenAiStt::new(self.openai_speech(kc, OPENAI_STT_MODEL))?),
-            SttKind::Whisper => self.whisper()?,
+            SttKind::Deepgram => Arc::new(DeepgramStt::new(deepgram(), true)?),
+            SttKind::DeepgramPrerecorded => Arc::new(DeepgramStt::new(deepgram(), false)?),
+            SttKind::OpenAi => {
+                Arc::new(OpenAiStt::new(self.openai_speech(kc, OPENAI_STT_MODEL))?.with_language(lang.map(|l| l.code)))
+            }
+            SttKind::Whisper => self.whisper(lang)?,
         })
     }
 
     #[cfg(feature = "whisper")]
-    fn whisper(&self) -> Result<Arc<dyn Transcriber>, ProviderError> {
+    fn whisper(&self, lang: Option<&'static Language>) -> Result<Arc<dyn Transcriber>, ProviderError> {
         let manifest =
             Manifest::load().map_err(|e| ProviderError::new("whisper", ErrorKind::Settings, e.to_string()))?;
         let path = self
@@ -351,11 +404,12 @@ impl Profile {
             })?;
         let whisper = crate::stt::whisper::WhisperStt::load(&path)?;
         whisper.set_unload_after(self.unload_after());
+        whisper.set_language(lang.map(|l| l.code));
         Ok(Arc::new(whisper))
     }
 
     #[cfg(not(feature = "whisper"))]
-    fn whisper(&self) -> Result<Arc<dyn Transcriber>, ProviderError> {
+    fn whisper(&self, _lang: Option<&'static Language>) -> Result<Arc<dyn Transcriber>, ProviderError> {
         Err(ProviderError::new(
             "whisper",
             ErrorKind::LocalEngine,
@@ -363,14 +417,20 @@ impl Profile {
         ))
     }
 
-    /// The voice.
+    /// The voice: the one named, else the engine's default for the conversation language
+    /// (OpenAI's voices speak whatever language the text is in).
     pub fn synthesizer(&self, kc: &Keychain) -> Result<Arc<dyn Synthesizer>, ProviderError> {
         let voice = nonempty(&self.voice).map(str::to_string);
+        let lang = self.language()?;
         Ok(match self.tts {
-            TtsKind::System => Arc::new(SystemVoice { voice, rate_wpm: None }),
+            TtsKind::System => Arc::new(SystemVoice {
+                voice,
+                rate_wpm: None,
+                language: lang,
+            }),
             TtsKind::Deepgram => Arc::new(DeepgramTts::new(
                 self.deepgram(kc),
-                voice.unwrap_or_else(|| DEEPGRAM_TTS_VOICE.into()),
+                voice.unwrap_or_else(|| language::deepgram_voice(lang).unwrap_or(DEEPGRAM_TTS_VOICE).into()),
             )?),
             TtsKind::OpenAi => Arc::new(OpenAiTts::new(
                 self.openai_speech(kc, OPENAI_TTS_MODEL),
@@ -409,6 +469,35 @@ mod tests {
         assert_eq!(p.tts, TtsKind::System);
         assert_eq!(p.max_tokens, DEFAULT_REPLY_BUDGET, "absent fields take their defaults");
         assert!(serde_json::from_str::<Profile>(r#"{"stt": "carrier-pigeon"}"#).is_err());
+    }
+
+    #[test]
+    fn another_language_offline_takes_the_multilingual_speech_model_and_unknown_ones_are_refused() {
+        let m = Manifest::builtin();
+        let mut p = Profile::default();
+        assert_eq!(p.language, "auto");
+        assert!(p.check().is_ok());
+        assert_eq!(
+            p.whisper_spec(&m).unwrap().id,
+            "whisper-tiny.en",
+            "automatic: English offline"
+        );
+        p.language = "de".into();
+        assert!(p.check().is_ok());
+        let spec = p.whisper_spec(&m).unwrap();
+        assert!(spec.multilingual && spec.id == "whisper-base", "{}", spec.id);
+        p.language = "en".into();
+        assert_eq!(p.whisper_spec(&m).unwrap().id, "whisper-tiny.en");
+        p.language = "xx".into();
+        let e = p.check().unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Settings);
+        assert!(e.message.contains("\"xx\""), "{e}");
+        p.language = "de".into();
+        p.stt = SttKind::OpenAi;
+        assert!(
+            p.whisper_spec(&m).is_none(),
+            "a cloud transcriber needs no speech model"
+        );
     }
 
     #[test]

@@ -9,6 +9,8 @@
 //! - `conversation`: the record, the context window over it, and the history rules.
 //! - `error`: the one error taxonomy ([`error::ErrorKind`]) with each kind's next step, and
 //!   the redaction of key-shaped text.
+//! - `language`: the conversation language and what each part does with it (speech-to-text
+//!   requests, the system text, the OS voice).
 //! - `local`: the offline language model, `hark-llm`, started as a child process.
 //! - `models`: the offline models' manifest (sha256-pinned), resumable first-use downloads,
 //!   and the Whisper CTranslate2 → ggml converter.
@@ -31,6 +33,7 @@ pub mod assembly;
 pub mod audio;
 pub mod conversation;
 pub mod error;
+pub mod language;
 pub mod local;
 pub mod models;
 pub mod process;

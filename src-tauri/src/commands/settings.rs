@@ -6,6 +6,7 @@ use hark_core::assembly::{LlmChoice, DEEPGRAM_TTS_VOICE, OPENAI_TTS_VOICE};
 use hark_core::audio::{list_devices as audio_devices, DeviceInfo};
 use hark_core::conversation::{Prompt, PromptMessage};
 use hark_core::error::ErrorKind;
+use hark_core::language;
 use hark_core::models::{Manifest, ModelKind, ModelStore};
 use hark_core::provider::{check_endpoint, ProviderKind};
 use hark_core::secrets::{self, KeySlot, KeySource};
@@ -142,6 +143,8 @@ pub struct Choices {
     pub default_voices: Vec<Choice>,
     /// What "everything on this computer" downloads: the default chat and speech models.
     pub offline_models: Vec<ModelChoice>,
+    /// The conversation languages: automatic first.
+    pub languages: Vec<Choice>,
 }
 
 pub fn choices() -> Choices {
@@ -198,6 +201,9 @@ pub fn choices() -> Choices {
             choice(TtsKind::Deepgram, DEEPGRAM_TTS_VOICE),
             choice(TtsKind::OpenAi, OPENAI_TTS_VOICE),
         ],
+        languages: std::iter::once(choice(language::AUTO, "Automatic (the language you speak)"))
+            .chain(language::LANGUAGES.iter().map(|l| choice(l.code, &l.label())))
+            .collect(),
     }
 }
 
@@ -233,6 +239,8 @@ pub async fn save_settings(app: AppHandle, state: State<'_, AppState>, settings:
     {
         check_endpoint("settings", url)?;
     }
+    // An unknown language, or one the offline speech model cannot hear, is refused here.
+    settings.profile.check()?;
     let old = state.settings();
     crate::shortcut::replace(&app, &settings.shortcut, Some(&old.shortcut))?;
     crate::settings::save(&settings).map_err(|e| CommandError::new(ErrorKind::Settings, e.to_string()))?;

@@ -534,6 +534,11 @@ voice: string | null; deepgram_base_url: string | null;
  */
 speech_base_url: string | null; 
 /**
+ * The conversation language: `"auto"` (detected) or an ISO 639-1 code from
+ * [`language::LANGUAGES`]. It reaches speech-to-text, the system text and the OS voice.
+ */
+language: string; 
+/**
  * Free the offline models' memory (whisper, the local chat model) after this many
  * minutes without a turn; 0 keeps them loaded while Hark runs, so no turn is a cold
  * one. The next turn after an unload loads them again (a second or two).
@@ -584,7 +589,11 @@ default_voices: Choice[];
 /**
  * What "everything on this computer" downloads: the default chat and speech models.
  */
-offline_models: ModelChoice[] }
+offline_models: ModelChoice[]; 
+/**
+ * The conversation languages: automatic first.
+ */
+languages: Choice[] }
 export type CommandError = { kind: ErrorKind; 
 /**
  * The banner's heading, from the kind.
@@ -857,7 +866,11 @@ in_context: boolean }
 /**
  * The whole panel.
  */
-export type PanelView = { session_id: string; model: string; system_prompt: string; summary: string | null; recall: string | null; settings: HistorySettings; 
+export type PanelView = { session_id: string; model: string; system_prompt: string; 
+/**
+ * The conversation language's instruction, sent right after the system prompt.
+ */
+language_note: string | null; summary: string | null; recall: string | null; settings: HistorySettings; 
 /**
  * The newest record entries (at most [`PanelView::MAX_ENTRIES`]), oldest first.
  */

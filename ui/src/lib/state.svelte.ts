@@ -67,6 +67,11 @@ export function notice(message: string): void {
   showProblem({ kind: "not_ready", title: "Hark", message, next_step: "", detail: null }, true);
 }
 
+/** Clears the banners of one kind (a problem that a later success has put right). */
+export function clearProblems(kind: CommandError["kind"]): void {
+  app.banners = app.banners.filter((b) => b.problem.kind !== kind);
+}
+
 export function dismiss(id: number): void {
   app.banners = app.banners.filter((b) => b.id !== id);
 }

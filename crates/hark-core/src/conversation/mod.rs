@@ -134,6 +134,9 @@ pub struct Conversation {
     summarized_to: usize,
     /// Recalled long-term memory injected beside the system prompt (rule 12), if any.
     recall: Option<String>,
+    /// The conversation language's instruction, right after the system prompt (a setting,
+    /// not part of the stored prompt, so changing the language changes the next request).
+    language_note: Option<String>,
     /// Tools offered with each request; their definitions count in the fixed cost.
     tools: Vec<ToolSpec>,
     /// Cached cost of system + summary + recall + tool definitions + request framing.
@@ -171,6 +174,7 @@ impl Conversation {
             summary: None,
             summarized_to: 0,
             recall: None,
+            language_note: None,
             tools: Vec::new(),
             fixed_cost: 0,
             settings,
@@ -407,9 +411,16 @@ impl Conversation {
         }
     }
 
-    /// The system text sent with every request: the prompt, then the summary and recall.
+    /// The system text sent with every request: the prompt and the language's
+    /// instruction, then the summary and recall.
     pub fn system_text(&self) -> String {
         let mut s = self.system_prompt.clone();
+        if let Some(note) = self.language_note.as_deref().filter(|s| !s.trim().is_empty()) {
+            if !s.is_empty() {
+                s.push(' ');
+            }
+            s.push_str(note);
+        }
         if let Some(summary) = self.summary.as_deref().filter(|s| !s.trim().is_empty()) {
             if !s.is_empty() {
                 s.push_str("\n\n");
@@ -655,6 +666,18 @@ impl Conversation {
         self.summarized_to = job.to;
         self.set_summary(Some(text));
         true
+    }
+
+    /// Sets or clears the conversation language's instruction (see `language`).
+    pub fn set_language_note(&mut self, note: Option<String>) {
+        if self.language_note != note {
+            self.language_note = note;
+            self.refresh_fixed_cost();
+        }
+    }
+
+    pub fn language_note(&self) -> Option<&str> {
+        self.language_note.as_deref()
     }
 
     /// Sets or clears the recalled memory text.

@@ -62,6 +62,8 @@ pub struct PanelView {
     pub session_id: String,
     pub model: String,
     pub system_prompt: String,
+    /// The conversation language's instruction, sent right after the system prompt.
+    pub language_note: Option<String>,
     pub summary: Option<String>,
     pub recall: Option<String>,
     pub settings: HistorySettings,
@@ -127,6 +129,7 @@ impl PanelView {
             session_id: c.id().to_string(),
             model: c.model().to_string(),
             system_prompt: c.system_prompt().to_string(),
+            language_note: c.language_note().map(str::to_string),
             summary: c.summary().map(str::to_string),
             recall: c.recall().map(str::to_string),
             settings: c.settings(),

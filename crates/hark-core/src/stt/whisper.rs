@@ -38,6 +38,9 @@ struct Inner {
     /// wait; dropping the engine drops this sender, which ends the unloader.
     touched: Mutex<mpsc::Sender<()>>,
     threads: i32,
+    /// The conversation language (ISO 639-1); `None`: detected (multilingual models) or
+    /// English (English-only models such as tiny.en).
+    language: Mutex<Option<&'static str>>,
 }
 
 /// How long an unused model stays in memory by default.
@@ -81,6 +84,7 @@ impl WhisperStt {
             unload_after: Mutex::new(Some(UNLOAD_AFTER)),
             touched: Mutex::new(touched),
             threads,
+            language: Mutex::new(None),
         });
         // The unloader sleeps until the model has gone unused for `unload_after` (a
         // timed wait on the channel, restarted by each use: no polling), and holds only a
@@ -124,6 +128,12 @@ impl WhisperStt {
     pub fn set_unload_after(&self, after: Option<Duration>) {
         *lock(&self.inner.unload_after) = after;
         self.touch();
+    }
+
+    /// The spoken language (ISO 639-1); `None`: detect it. An English-only model (the
+    /// `.en` ones, Hark's default) refuses any other language when it transcribes.
+    pub fn set_language(&self, code: Option<&'static str>) {
+        *lock(&self.inner.language) = code;
     }
 
     fn touch(&self) {
@@ -195,10 +205,26 @@ impl Transcriber for WhisperStt {
         tokio::task::spawn_blocking(move || {
             let err = |e: whisper_rs::WhisperError| ProviderError::new(PROVIDER, ErrorKind::LocalEngine, e.to_string());
             let ctx = this.context()?;
+            let language = *lock(&this.inner.language);
+            let language = if ctx.is_multilingual() {
+                language.unwrap_or("auto")
+            } else if language.is_none_or(|l| l == "en") {
+                "en"
+            } else {
+                return Err(ProviderError::new(
+                    PROVIDER,
+                    ErrorKind::Settings,
+                    format!(
+                        "the offline speech model {} understands English only: set the conversation \
+                         language to English or automatic, or choose Deepgram or OpenAI for speech-to-text",
+                        this.inner.path.display()
+                    ),
+                ));
+            };
             let mut state = ctx.create_state().map_err(err)?;
             let mut p = FullParams::new(SamplingStrategy::Greedy { best_of: 1 });
             p.set_n_threads(threads);
-            p.set_language(Some("en"));
+            p.set_language(Some(language));
             p.set_audio_ctx(audio_ctx_for(audio.len()));
             p.set_no_context(true);
             p.set_suppress_blank(true);

@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 
 use super::{AudioChunk, Synthesizer};
 use crate::audio::wav::decode_wav_bytes;
+use crate::language::Language;
 use crate::provider::{ErrorKind, ProviderError};
 
 const PROVIDER: &str = "system";
@@ -23,6 +24,9 @@ pub struct SystemVoice {
     pub voice: Option<String>,
     /// Words per minute (espeak-ng `-s`, `say -r`), or the default.
     pub rate_wpm: Option<u32>,
+    /// The conversation language: with no voice named, the engine's voice for it
+    /// (espeak-ng's, the macOS voice of its locale, the Windows voice of its culture).
+    pub language: Option<&'static Language>,
 }
 
 fn err(kind: ErrorKind, m: impl Into<String>) -> ProviderError {
@@ -41,7 +45,18 @@ impl SystemVoice {
             let file = dir.with_extension("wav");
             let mut cmd = crate::process::command("say");
             cmd.arg("-o").arg(&file).arg("--data-format=LEI16@22050");
-            if let Some(v) = &self.voice {
+            let voice = match (&self.voice, self.language) {
+                (Some(v), _) => Some(v.clone()),
+                // `say` takes voice names only: the first installed voice of the locale.
+                (None, Some(lang)) => crate::process::command("say")
+                    .args(["-v", "?"])
+                    .output()
+                    .await
+                    .ok()
+                    .and_then(|o| crate::language::say_voice(&String::from_utf8_lossy(&o.stdout), lang)),
+                (None, None) => None,
+            };
+            if let Some(v) = voice {
                 cmd.arg("-v").arg(v);
             }
             if let Some(r) = self.rate_wpm {
@@ -62,9 +77,22 @@ impl SystemVoice {
         #[cfg(target_os = "windows")]
         {
             let file = std::env::temp_dir().join(format!("hark-sapi-{}.wav", crate::conversation::new_id()));
+            // A named voice wins; else the installed voice that best fits the language's
+            // culture (SelectVoiceByHints keeps the default when none does). Voice names
+            // and cultures are quoted for PowerShell by doubling single quotes.
+            let pick = match (&self.voice, self.language) {
+                (Some(v), _) => format!("$s.SelectVoice('{}'); ", v.replace('\'', "''")),
+                (None, Some(lang)) => format!(
+                    "$s.SelectVoiceByHints([System.Speech.Synthesis.VoiceGender]::NotSet, \
+                     [System.Speech.Synthesis.VoiceAge]::NotSet, 0, \
+                     [System.Globalization.CultureInfo]::GetCultureInfo('{}')); ",
+                    lang.locale
+                ),
+                (None, None) => String::new(),
+            };
             let script = format!(
                 "Add-Type -AssemblyName System.Speech; $s = New-Object System.Speech.Synthesis.SpeechSynthesizer; \
-                 $s.SetOutputToWaveFile('{}'); $s.Speak([Console]::In.ReadToEnd()); $s.Dispose()",
+                 {pick}$s.SetOutputToWaveFile('{}'); $s.Speak([Console]::In.ReadToEnd()); $s.Dispose()",
                 file.display()
             );
             let mut child = crate::process::command("powershell")
@@ -93,7 +121,7 @@ impl SystemVoice {
         {
             let mut cmd = crate::process::command("espeak-ng");
             cmd.arg("--stdout");
-            if let Some(v) = &self.voice {
+            if let Some(v) = self.voice.as_deref().or(self.language.map(|l| l.espeak)) {
                 cmd.arg("-v").arg(v);
             }
             if let Some(r) = self.rate_wpm {
@@ -213,5 +241,43 @@ mod tests {
         }
         // About a second and a half of speech.
         assert!((15_000..80_000).contains(&total), "{total} samples");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn espeak_has_a_voice_for_every_conversation_language() {
+        let out = std::process::Command::new("espeak-ng")
+            .arg("--voices")
+            .output()
+            .unwrap();
+        let listing = String::from_utf8_lossy(&out.stdout);
+        let voices: Vec<&str> = listing.lines().filter_map(|l| l.split_whitespace().nth(1)).collect();
+        for l in crate::language::LANGUAGES {
+            assert!(
+                voices.contains(&l.espeak),
+                "espeak-ng has no voice {} for {}",
+                l.espeak,
+                l.name
+            );
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn with_a_language_and_no_voice_espeak_speaks_in_that_language() {
+        // The same word spoken with the German voice and the default one differs.
+        let render = |language| async move {
+            SystemVoice {
+                language,
+                ..Default::default()
+            }
+            .render("Zwei")
+            .await
+            .unwrap()
+        };
+        let german = render(crate::language::parse("de").unwrap()).await;
+        let default = render(None).await;
+        assert!(german.len() > 44 && default.len() > 44);
+        assert_ne!(german, default, "the German voice was not used");
     }
 }
