@@ -85,6 +85,23 @@ fn load(path: &Path) -> anyhow::Result<Loaded> {
     Ok(Loaded { backend, model })
 }
 
+/// One throw-away decode before the first request, as llama.cpp's own tools do at start:
+/// it faults the memory-mapped weights in and allocates the compute buffers, so the first
+/// answer is not slower than the next ones. The cache is cleared after it.
+fn warm_up(model: &LlamaModel, ctx: &mut LlamaContext<'_>) {
+    let started = std::time::Instant::now();
+    let mut batch = LlamaBatch::new(2, 1);
+    let vocab = model.vocab();
+    let tokens = [vocab.bos(), vocab.eos()];
+    let ok = tokens
+        .iter()
+        .enumerate()
+        .all(|(i, t)| batch.add(*t, i as i32, &[0], i == tokens.len() - 1).is_ok())
+        && ctx.decode(&mut batch).is_ok();
+    ctx.clear_kv_cache();
+    tracing::info!(ok, "warm-up decode in {:?}", started.elapsed());
+}
+
 impl Engine {
     /// Loads the model on a new worker thread; returns once it is ready (or failed).
     pub fn start(opts: Options<'_>) -> anyhow::Result<Self> {
@@ -157,6 +174,8 @@ impl Engine {
                         }
                     }
                 };
+                let mut ctx = ctx;
+                warm_up(&loaded.model, &mut ctx);
                 let template = loaded
                     .model
                     .chat_template(None)
