@@ -42,6 +42,9 @@ const COMMANDS: &[&str] = &[
     "search_memory",
     "start_download",
     "pause_download",
+    "list_models",
+    "fetch_model",
+    "delete_model",
 ];
 
 fn main() {

@@ -90,12 +90,29 @@ pub(crate) fn set_aside(db: &Path) -> std::io::Result<PathBuf> {
 }
 
 /// Starts (or restarts) a session in the background; a failure shows in the status line
-/// and a banner.
+/// and a banner. A panic in it is not lost either: it ends any download it ran (so no bar
+/// stays behind) and becomes a banner.
 pub(crate) fn start_session(app: &tauri::AppHandle, session: Option<String>) {
     let app = app.clone();
+    let run = {
+        let app = app.clone();
+        tauri::async_runtime::spawn(async move { runtime::switch(&app, session).await })
+    };
     tauri::async_runtime::spawn(async move {
-        if let Err(e) = runtime::switch(&app, session).await {
-            app.state::<AppState>().problem(e);
+        let state = app.state::<AppState>();
+        match run.await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => state.problem(e),
+            Err(e) => {
+                tracing::error!("starting the session panicked: {e}");
+                if lock(&state.download).take().is_some() {
+                    state.emit(events::AppEvent::Download { progress: None });
+                }
+                state.problem(CommandError::new(
+                    ErrorKind::Internal,
+                    format!("starting the conversation failed unexpectedly ({e})"),
+                ));
+            }
         }
     });
 }

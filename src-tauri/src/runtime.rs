@@ -94,7 +94,20 @@ impl Meter {
             }
             self.current = p.model.clone();
         }
-        let done = self.before + if p.phase == Phase::Downloading { p.done } else { 0 };
+        // Checking and assembling come after a model's download: its bytes stay counted, so
+        // the figure never goes back (it used to drop to the models before it, and the speed
+        // below then subtracted a larger count from a smaller one: a panic in debug builds
+        // that ended the download task with the bar stuck).
+        let this_model = labels
+            .iter()
+            .find(|m| m.id == p.model)
+            .map_or(0, ModelSpec::download_size);
+        let done = self.before
+            + if p.phase == Phase::Downloading {
+                p.done
+            } else {
+                this_model
+            };
         let now = Instant::now();
         self.window.push_back((now, done));
         while self
@@ -114,7 +127,7 @@ impl Meter {
         self.last_sent = Some(now);
         let speed = match (self.window.front(), self.window.back()) {
             (Some((t0, b0)), Some((t1, b1))) if t1.duration_since(*t0) >= Duration::from_millis(500) => {
-                Some(((b1 - b0) as f64 / t1.duration_since(*t0).as_secs_f64()) as u64)
+                Some((b1.saturating_sub(*b0) as f64 / t1.duration_since(*t0).as_secs_f64()) as u64)
             }
             _ => None,
         };
@@ -144,7 +157,15 @@ pub async fn fetch_models(app: &AppHandle, profile: &Profile) -> CmdResult<()> {
     state.set_status(Status::Preparing {
         what: format!("Downloading {what}"),
     });
+    download(app, missing, what).await
+}
+
+/// Fetches models with one progress bar over all of them (the `download` events); pausing
+/// cancels it and keeps what was fetched for the next try.
+pub async fn download(app: &AppHandle, missing: Vec<ModelSpec>, what: String) -> CmdResult<()> {
+    let state = app.state::<AppState>();
     let cancel = CancellationToken::new();
+    tracing::info!("downloading {what}");
     *lock(&state.download) = Some(cancel.clone());
     let meter = std::sync::Mutex::new(Meter {
         what: what.clone(),
@@ -173,6 +194,10 @@ pub async fn fetch_models(app: &AppHandle, profile: &Profile) -> CmdResult<()> {
     };
     *lock(&state.download) = None;
     state.emit(AppEvent::Download { progress: None });
+    tracing::info!(
+        "download of {what} ended: {:?}",
+        outcome.as_ref().err().map(|e| &e.message)
+    );
     outcome
 }
 
@@ -331,5 +356,45 @@ mod unavailable {
         async fn transcribe(&self, _: &[f32]) -> Result<String, ProviderError> {
             Err(self.0.clone())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The figure never goes back when a model's download turns to checking and assembling,
+    /// and the speed over that turn does not underflow (it panicked in debug builds, which
+    /// ended the download task with the bar stuck at the last figure).
+    #[test]
+    fn the_download_figure_never_goes_back_when_a_model_is_assembled() {
+        let models: Vec<ModelSpec> = Manifest::builtin().models.into_iter().filter(|m| m.default).collect();
+        let first = &models[0];
+        let size = first.download_size();
+        let mut meter = Meter {
+            what: "test".into(),
+            before: 0,
+            total: models.iter().map(ModelSpec::download_size).sum(),
+            current: first.id.clone(),
+            window: Default::default(),
+            last_sent: None,
+        };
+        let at = |phase, done, total| Progress {
+            model: first.id.clone(),
+            phase,
+            done,
+            total,
+        };
+        let mut seen = Vec::new();
+        seen.extend(meter.update(&at(Phase::Downloading, size / 2, size), &models));
+        std::thread::sleep(Duration::from_millis(600));
+        seen.extend(meter.update(&at(Phase::Downloading, size, size), &models));
+        seen.extend(meter.update(&at(Phase::Assembling, 0, 1), &models));
+        std::thread::sleep(Duration::from_millis(600));
+        seen.extend(meter.update(&at(Phase::Assembling, 1, 1), &models));
+        let figures: Vec<u64> = seen.iter().map(|d| d.done).collect();
+        assert_eq!(figures.len(), 4, "{figures:?}");
+        assert!(figures.windows(2).all(|w| w[1] >= w[0]), "{figures:?}");
+        assert_eq!(*figures.last().unwrap(), size);
     }
 }

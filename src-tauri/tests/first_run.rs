@@ -4,92 +4,42 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::TcpListener;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::*;
 use hark_core::models::{Manifest, ModelKind, ModelSpec, Part};
+use hark_e2e::mirror::{self, sha256_hex as sha, wheel};
 use hark_e2e::{espeak_wav, FakeLlm};
 use serde_json::json;
-use sha2::{Digest, Sha256};
-
-fn sha(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// A wheel (zip) holding `file` at `member`, as PyPI would serve it.
-fn wheel(member: &str, file: &[u8]) -> Vec<u8> {
-    let mut w = std::io::Cursor::new(Vec::new());
-    {
-        let mut z = zip::ZipWriter::new(&mut w);
-        let opts = zip::write::SimpleFileOptions::default()
-            .compression_method(zip::CompressionMethod::Stored)
-            .large_file(false);
-        z.start_file(member, opts).unwrap();
-        z.write_all(file).unwrap();
-        z.finish().unwrap();
-    }
-    w.into_inner()
-}
-
-/// A loopback mirror that serves each file slowly (256 KiB every 10 ms, about 25 MB/s), so
-/// a download's progress can be watched. Returns its base URL.
-fn mirror(files: Vec<(String, Vec<u8>)>) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let files = std::sync::Arc::new(files);
-    std::thread::spawn(move || {
-        for sock in listener.incoming() {
-            let Ok(mut sock) = sock else { continue };
-            let files = files.clone();
-            std::thread::spawn(move || {
-                let mut head = Vec::new();
-                let mut buf = [0u8; 1024];
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match sock.read(&mut buf) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => head.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let line = String::from_utf8_lossy(&head);
-                let path = line.split_whitespace().nth(1).unwrap_or_default().to_string();
-                let Some((_, body)) = files.iter().find(|(p, _)| *p == path) else {
-                    let _ = sock.write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n");
-                    return;
-                };
-                let _ = write!(
-                    sock,
-                    "HTTP/1.1 200 OK\r\ncontent-type: application/zip\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                    body.len()
-                );
-                for chunk in body.chunks(256 * 1024) {
-                    if sock.write_all(chunk).is_err() {
-                        return;
-                    }
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-            });
-        }
-    });
-    format!("http://127.0.0.1:{port}")
-}
 
 /// The offline models (SmolLM2 as the chat model, whisper tiny.en) as wheels on a slow
-/// loopback mirror, and a manifest that pins them. Returns the manifest and its total.
+/// loopback mirror, and a manifest that pins them, with a spare chat model nobody uses
+/// (for Settings → Models). Returns the manifest and the total of the first two.
 fn offline_mirror(models: &Path, out: &Path) -> (std::path::PathBuf, u64) {
     let builtin = Manifest::builtin();
     let smol = builtin.find("smollm2-135m").unwrap().clone();
     let whisper = builtin.default_for(ModelKind::Stt).unwrap().clone();
+    let spare = ModelSpec {
+        id: "smol-spare".into(),
+        label: "SmolLM2 135M, a spare copy".into(),
+        file: "smol-spare.gguf".into(),
+        default: false,
+        ..smol.clone()
+    };
     let mut served = Vec::new();
     let mut specs = Vec::new();
-    for (spec, name) in [(smol, "smol.whl"), (whisper, "whisper.whl")] {
-        let file = std::fs::read(models.join(&spec.file)).expect("scripts/test.sh fetched the models");
+    for (spec, name) in [(smol, "smol.whl"), (whisper, "whisper.whl"), (spare, "spare.whl")] {
+        let source = if spec.id == "smol-spare" {
+            "SmolLM2-135M-Instruct.Q4_1.gguf"
+        } else {
+            spec.file.as_str()
+        };
+        let file = std::fs::read(models.join(source)).expect("scripts/test.sh fetched the models");
         let member = format!("model/{}", spec.file);
         let w = wheel(&member, &file);
         specs.push(ModelSpec {
-            default: true,
+            default: spec.id != "smol-spare",
             convert: None,
             parts: vec![Part {
                 url: format!("/{name}"),
@@ -101,11 +51,11 @@ fn offline_mirror(models: &Path, out: &Path) -> (std::path::PathBuf, u64) {
         });
         served.push((format!("/{name}"), w));
     }
-    let base = mirror(served);
+    let base = mirror::serve(served);
     for s in &mut specs {
         s.parts[0].url = format!("{base}{}", s.parts[0].url);
     }
-    let total = specs.iter().map(ModelSpec::download_size).sum();
+    let total = specs.iter().filter(|s| s.default).map(ModelSpec::download_size).sum();
     let manifest = Manifest {
         version: 1,
         models: specs,
@@ -113,6 +63,24 @@ fn offline_mirror(models: &Path, out: &Path) -> (std::path::PathBuf, u64) {
     let path = out.join("models.json");
     std::fs::write(&path, serde_json::to_string(&manifest).unwrap()).unwrap();
     (path, total)
+}
+
+/// Every file under a directory, with its size (for a failure message).
+fn walk(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(format!(
+                "{} ({} bytes)",
+                p.display(),
+                e.metadata().map(|m| m.len()).unwrap_or(0)
+            ));
+        }
+    }
+    out
 }
 
 /// Fails the test when a problem banner shows (notices and the progress bar are fine).
@@ -164,6 +132,7 @@ async fn a_first_run_goes_through_the_introduction_with_no_false_alarm() {
         .unwrap()
         .models
         .iter()
+        .filter(|m| m.default)
         .map(|m| m.download_size() / 1_000_000)
         .sum();
     assert!(
@@ -247,7 +216,11 @@ async fn a_first_run_goes_through_the_introduction_with_no_false_alarm() {
     let downloading = "return document.querySelector('#model-progress') !== null";
     let deadline = Instant::now() + Duration::from_secs(120);
     while app.js(downloading).await == true {
-        assert!(Instant::now() < deadline, "the download did not finish");
+        if Instant::now() > deadline {
+            let bar = app.text("#model-progress").await;
+            let files: Vec<String> = walk(&fresh_models);
+            panic!("the download did not finish: the bar reads {bar:?}; the models directory holds {files:?}");
+        }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let in_place = Instant::now();
@@ -301,23 +274,78 @@ async fn a_first_run_goes_through_the_introduction_with_no_false_alarm() {
     }
     let store = hark_core::store::Store::open(&setup.db).unwrap();
     let id = store.list_sessions().unwrap()[0].id.clone();
-    let first_audio: Vec<u64> = store
+    let latency: Vec<_> = store
         .load_session(&id)
         .unwrap()
         .messages
         .iter()
         .filter_map(|m| match &m.kind {
-            hark_core::conversation::MessageKind::Assistant(a) => a.latency.and_then(|l| l.first_audio_out_ms),
+            hark_core::conversation::MessageKind::Assistant(a) => a.latency,
             _ => None,
         })
         .collect();
+    let first_audio: Vec<u64> = latency.iter().filter_map(|l| l.first_audio_out_ms).collect();
     assert_eq!(first_audio.len(), 2, "both replies were spoken");
     assert!(
         first_audio[0] as f64 <= 1.3 * first_audio[1] as f64,
-        "first turn {} ms, second {} ms",
+        "first turn {} ms, second {} ms ({latency:?})",
         first_audio[0],
         first_audio[1]
     );
+
+    // Settings → Models (issue 13): the models in use cannot be deleted; the spare one is
+    // fetched from the mirror with a moving progress bar, deleted (its file gone, the disk
+    // figure down), and fetched again.
+    app.open_settings().await;
+    let row = |id: &str, what: &str| format!("return document.querySelector('#models li[data-model=\"{id}\"]'){what}");
+    let state_of = |id: &str| row(id, "?.dataset.state ?? null");
+    app.wait("the models listed", &state_of("smol-spare"), |v| v == "absent")
+        .await;
+    assert_eq!(app.js(&state_of("smollm2-135m")).await, "ready");
+    assert_eq!(
+        app.js(&row("smollm2-135m", ".querySelector('.model-delete').disabled"))
+            .await,
+        true,
+        "the model in use cannot be deleted"
+    );
+    assert!(app.text("#models .in-use").await.contains("in use"));
+    let spare_file = fresh_models.join("smol-spare.gguf");
+    for round in ["first", "again"] {
+        app.js(&row("smol-spare", ".querySelector('.model-fetch').click() ?? true"))
+            .await;
+        let mut seen = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while app.js(&state_of("smol-spare")).await != "ready" {
+            assert!(Instant::now() < deadline, "the spare model was not fetched ({round})");
+            let v = app
+                .js(&row("smol-spare", "?.querySelector('progress')?.value ?? null"))
+                .await;
+            if let Some(p) = v.as_f64() {
+                seen.push(p);
+            }
+            tokio::time::sleep(Duration::from_millis(40)).await;
+        }
+        assert!(
+            seen.windows(2).any(|w| w[1] > w[0]),
+            "the progress bar moved while fetching ({round}): {seen:?}"
+        );
+        assert!(spare_file.exists());
+        no_error_banner(&app, "fetching a model").await;
+        if round == "first" {
+            app.js("document.querySelector('#models').scrollIntoView({block: 'start'}); return true")
+                .await;
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            app.screenshot("models.png").await;
+            let before = app.text("#models legend").await;
+            app.js(&row("smol-spare", ".querySelector('.model-delete').click() ?? true"))
+                .await;
+            app.wait("the spare model deleted", &state_of("smol-spare"), |v| v == "absent")
+                .await;
+            assert!(!spare_file.exists(), "the file is gone");
+            assert_ne!(app.text("#models legend").await, before, "the disk figure changed");
+        }
+    }
+    app.click_js("#settings-cancel").await;
     app.close().await;
 }
 

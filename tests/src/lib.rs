@@ -14,6 +14,7 @@
 //!   and OpenAI (`/v1/audio/transcriptions`, `/v1/audio/speech`) speech endpoints.
 //! - [`keychain`]: helpers for tests against the real Secret Service.
 
+pub mod mirror;
 pub mod speech;
 
 use std::collections::VecDeque;

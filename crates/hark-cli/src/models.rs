@@ -22,6 +22,13 @@ pub enum ModelsAction {
     },
     /// Print where a model's file is (downloading it first if needed).
     Path { id: String },
+    /// Delete a downloaded model (and any unfinished download of it) to free the disk;
+    /// Hark fetches it again when it is next needed.
+    Delete {
+        /// Model ids from `hark models list`.
+        #[arg(required = true)]
+        ids: Vec<String>,
+    },
 }
 
 /// A progress reporter for stderr: a redrawn bar on a terminal, a line per 10 % otherwise.
@@ -82,14 +89,19 @@ pub async fn run(action: ModelsAction) -> Result<ExitCode> {
     match action {
         ModelsAction::List => {
             println!("models directory: {}", store.dir().display());
+            let mut used = 0;
             for m in &manifest.models {
+                let on_disk = store.size_on_disk(m);
+                used += on_disk;
                 let state = if store.is_ready(m) {
-                    "ready".to_string()
+                    format!("ready, {:.0} MB", on_disk as f64 / 1e6)
+                } else if on_disk > 0 {
+                    format!("partly fetched, {:.0} MB", on_disk as f64 / 1e6)
                 } else {
                     format!("{:.0} MB to download", m.download_size() as f64 / 1e6)
                 };
                 println!(
-                    "{}{:<20} {:<4} {:<22} {}",
+                    "{}{:<20} {:<4} {:<24} {}",
                     if m.default { "* " } else { "  " },
                     m.id,
                     format!("{:?}", m.kind).to_lowercase(),
@@ -97,6 +109,7 @@ pub async fn run(action: ModelsAction) -> Result<ExitCode> {
                     m.label
                 );
             }
+            println!("disk used by models: {:.0} MB", used as f64 / 1e6);
         }
         ModelsAction::Fetch { ids } => {
             let ids: Vec<String> = if ids.is_empty() {
@@ -120,6 +133,14 @@ pub async fn run(action: ModelsAction) -> Result<ExitCode> {
             let spec = manifest.find(&id)?;
             let path = store.ensure(spec, &progress_printer()).await?;
             println!("{}", path.display());
+        }
+        ModelsAction::Delete { ids } => {
+            // Every id is checked before anything is deleted.
+            let specs = ids.iter().map(|id| manifest.find(id)).collect::<Result<Vec<_>, _>>()?;
+            for spec in specs {
+                let freed = store.delete(spec)?;
+                println!("{}: deleted, {:.0} MB freed", spec.id, freed as f64 / 1e6);
+            }
         }
     }
     Ok(ExitCode::SUCCESS)

