@@ -88,7 +88,12 @@ impl From<hark_core::store::memory::MemoryError> for CommandError {
 
 impl From<hark_core::models::ModelError> for CommandError {
     fn from(e: hark_core::models::ModelError) -> Self {
-        Self::new(ErrorKind::ModelDownload, e.to_string())
+        match e {
+            // Not a failed download: one that is still running.
+            hark_core::models::ModelError::Busy(_) => Self::new(ErrorKind::NotReady, e.to_string())
+                .with_next_step("wait for the download to finish, or pause it, then try again"),
+            e => Self::new(ErrorKind::ModelDownload, e.to_string()),
+        }
     }
 }
 
