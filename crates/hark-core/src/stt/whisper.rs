@@ -187,26 +187,9 @@ impl Transcriber for WhisperStt {
     fn prepare(&self) {
         if !self.is_loaded() {
             let this = self.clone();
-            // Loads while the user speaks (or at start-up); an error shows when
-            // transcribing. Then one throw-away decode of a second of silence: the first
-            // decode after a load allocates and touches whisper.cpp's buffers (about a
-            // quarter of a second here), which the user's first turn should not pay for.
+            // Loads while the user speaks; an error shows when transcribing.
             std::thread::spawn(move || {
-                if let Ok(ctx) = this.context() {
-                    if let Ok(mut state) = ctx.create_state() {
-                        let silence = vec![0.0f32; STT_RATE as usize + STT_RATE as usize / 10];
-                        let mut p = FullParams::new(SamplingStrategy::Greedy { best_of: 1 });
-                        p.set_n_threads(this.inner.threads);
-                        p.set_language(Some("en"));
-                        p.set_audio_ctx(audio_ctx_for(silence.len()));
-                        p.set_no_context(true);
-                        p.set_print_progress(false);
-                        p.set_print_realtime(false);
-                        p.set_print_special(false);
-                        p.set_print_timestamps(false);
-                        let _ = state.full(p, &silence);
-                    }
-                }
+                let _ = this.context();
             });
         }
     }
