@@ -64,8 +64,14 @@ fn describe(models: &[ModelSpec]) -> String {
         .map(|m| match m.kind {
             ModelKind::Llm => "chat",
             ModelKind::Stt => "speech",
+            ModelKind::Tts | ModelKind::Runtime => "voice",
         })
-        .collect();
+        .fold(Vec::new(), |mut kinds, k| {
+            if !kinds.contains(&k) {
+                kinds.push(k);
+            }
+            kinds
+        });
     let total: u64 = models.iter().map(ModelSpec::download_size).sum();
     let what = match kinds.as_slice() {
         [one] => format!("the offline {one} model"),

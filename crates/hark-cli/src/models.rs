@@ -17,7 +17,8 @@ pub enum ModelsAction {
     List,
     /// Download (or finish downloading) a model, checked against its pinned sha256.
     Fetch {
-        /// Model id from `hark models list` (default: the default chat and speech models).
+        /// Model id from `hark models list` (default: the default chat, speech and voice
+        /// models), with what each requires.
         ids: Vec<String>,
     },
     /// Print where a model's file is (downloading it first if needed).
@@ -101,7 +102,7 @@ pub async fn run(action: ModelsAction) -> Result<ExitCode> {
                     format!("{:.0} MB to download", m.download_size() as f64 / 1e6)
                 };
                 println!(
-                    "{}{:<20} {:<4} {:<24} {}",
+                    "{}{:<20} {:<7} {:<24} {}",
                     if m.default { "* " } else { "  " },
                     m.id,
                     format!("{:?}", m.kind).to_lowercase(),
@@ -123,8 +124,17 @@ pub async fn run(action: ModelsAction) -> Result<ExitCode> {
                 ids
             };
             let progress = progress_printer();
-            for id in ids {
-                let spec = manifest.find(&id)?;
+            // What a model requires comes first (the natural voice needs its voices and
+            // ONNX Runtime); each once.
+            let mut specs: Vec<&ModelSpec> = Vec::new();
+            for id in &ids {
+                for spec in manifest.with_requirements(id)? {
+                    if !specs.iter().any(|s| s.id == spec.id) {
+                        specs.push(spec);
+                    }
+                }
+            }
+            for spec in specs {
                 let path = store.ensure(spec, &progress).await?;
                 println!("{}", path.display());
             }

@@ -40,13 +40,15 @@ pub struct TalkArgs {
     /// Speech-to-text: whisper (offline), deepgram (live), deepgram-prerecorded, openai.
     #[arg(long, default_value = "whisper")]
     stt: SttKind,
-    /// Text-to-speech: system (the OS voice), deepgram, openai.
+    /// Text-to-speech: natural (Kokoro, offline; fetched on first use), system (the OS
+    /// voice), deepgram, openai.
     #[arg(long, default_value = "system")]
     tts: TtsKind,
     /// The whisper model file (default: the manifest's speech model in the models directory).
     #[arg(long, env = "HARK_WHISPER_MODEL")]
     whisper_model: Option<PathBuf>,
-    /// Voice name (Deepgram model, OpenAI voice, or the OS voice).
+    /// Voice name (a natural voice such as af_heart, a Deepgram model, an OpenAI voice, or
+    /// the OS voice).
     #[arg(long)]
     voice: Option<String>,
     /// Microphone (id or name from --list-devices).
@@ -74,10 +76,17 @@ impl TalkArgs {
     }
 }
 
-/// The default speech model, downloaded (and converted) on first use.
+/// The offline speech model and the natural voice's files, downloaded (and converted) on
+/// first use.
 async fn ensure_speech_model(profile: &Profile) -> Result<()> {
-    if let Some(spec) = profile.whisper_spec(&Manifest::load()?) {
+    let manifest = Manifest::load()?;
+    if let Some(spec) = profile.whisper_spec(&manifest) {
         crate::models::ensure(spec, "speech-to-text runs offline").await?;
+    }
+    if profile.tts == TtsKind::Natural {
+        for spec in profile.natural_specs(&manifest)? {
+            crate::models::ensure(spec, "the natural voice runs offline").await?;
+        }
     }
     Ok(())
 }

