@@ -119,3 +119,29 @@ fn a_german_spoken_turn_runs_offline_with_the_multilingual_speech_model() {
         replies[0]
     );
 }
+
+/// The natural voice offline (issue 13): with `--tts natural` the reply is spoken by Kokoro
+/// (its files fetched from the manifest like the other models), and whisper reads the
+/// spoken reply back to the words the model wrote.
+#[test]
+#[ignore = "needs the offline models (scripts/test.sh fetches them)"]
+fn with_no_keys_the_natural_voice_speaks_the_offline_reply() {
+    let dir = tempfile::tempdir().unwrap();
+    let hark = hark_without_keys(&dir.path().join("hark.db"));
+    let (u1, out) = (dir.path().join("u1.wav"), dir.path().join("out"));
+    espeak_wav("What is the capital of France?", &u1);
+    let args = ["--tts", "natural", "--voice", "af_heart", "--temperature", "0", "--max-tokens", "40"];
+    let events = common::talk(hark, &args, &[&u1], &out, None);
+    let replies = common::of_type(&events, "turn_finished", "reply");
+    assert_eq!(replies.len(), 1, "{events:?}");
+    assert!(replies[0].contains("Paris"), "{replies:?}");
+
+    // Kokoro speaks at 24 kHz (the OS voice at 22.05 kHz): the file says which voice spoke.
+    let wav = std::fs::read(out.join("turn-1.wav")).unwrap();
+    assert_eq!(u32::from_le_bytes([wav[24], wav[25], wav[26], wav[27]]), 24_000);
+    let check = hark_without_keys(&dir.path().join("check.db"));
+    let args = ["--temperature", "0", "--max-tokens", "4"];
+    let heard = common::talk(check, &args, &[&out.join("turn-1.wav")], &dir.path().join("out2"), None);
+    let heard = common::of_type(&heard, "transcript_final", "text").join(" ");
+    assert!(heard.contains("Paris"), "whisper heard {heard:?} for {:?}", replies[0]);
+}

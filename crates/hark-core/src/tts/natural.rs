@@ -535,22 +535,33 @@ pub fn thread_budget() -> usize {
     }
 }
 
-/// ONNX Runtime is loaded once per process; the first library path wins.
-static RUNTIME: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+/// ONNX Runtime is loaded once per process; the first library that loads stays (a failed
+/// load is not remembered, so a library fetched later still loads).
+static RUNTIME: Mutex<Option<PathBuf>> = Mutex::new(None);
 
 fn load_runtime(path: &Path) -> Result<(), ProviderError> {
-    let loaded = RUNTIME.get_or_init(|| {
-        ort::init_from(path)
-            .map(|b| {
-                let _ = b.with_name("hark").commit();
-                path.to_path_buf()
-            })
-            .map_err(|e| format!("cannot load ONNX Runtime from {}: {e}", path.display()))
-    });
-    loaded
-        .as_ref()
-        .map(|_| ())
-        .map_err(|e| err(ErrorKind::LocalEngine, e.clone()))
+    let mut loaded = lock(&RUNTIME);
+    if loaded.is_some() {
+        return Ok(());
+    }
+    if !path.exists() {
+        return Err(err(
+            ErrorKind::LocalEngine,
+            format!(
+                "ONNX Runtime's library {} is not there: fetch it with `hark models fetch kokoro-82m`",
+                path.display()
+            ),
+        ));
+    }
+    let builder = ort::init_from(path).map_err(|e| {
+        err(
+            ErrorKind::LocalEngine,
+            format!("cannot load ONNX Runtime from {}: {e}", path.display()),
+        )
+    })?;
+    let _ = builder.with_name("hark").commit();
+    *loaded = Some(path.to_path_buf());
+    Ok(())
 }
 
 impl Kokoro {

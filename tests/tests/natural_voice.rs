@@ -1,0 +1,122 @@
+//! The natural offline voice (Kokoro-82M through ONNX Runtime) with its real files from the
+//! models manifest, heard back by whisper: what it says must be the words it was given.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use hark_core::assembly::Profile;
+use hark_core::audio::resample::{rms, ToMono16k};
+use hark_core::models::{Manifest, ModelStore};
+use hark_core::stt::whisper::WhisperStt;
+use hark_core::stt::Transcriber;
+use hark_core::tts::natural::{KokoroFiles, NaturalVoice, SAMPLE_RATE};
+use hark_core::tts::{AudioChunk, Synthesizer};
+use hark_e2e::{whisper_model, NEEDS_TEST_SH};
+use tokio::sync::mpsc;
+
+/// The natural voice's files, which `scripts/test.sh` fetches into `HARK_MODELS_DIR`.
+fn files() -> KokoroFiles {
+    let dir = std::env::var_os("HARK_MODELS_DIR").expect("HARK_MODELS_DIR is not set: run scripts/test.sh");
+    let files = Profile::default()
+        .natural_files(&Manifest::builtin(), &ModelStore::new(PathBuf::from(dir)))
+        .unwrap();
+    for f in [&files.model, &files.voices, &files.runtime] {
+        assert!(f.exists(), "{} is missing: scripts/test.sh fetches kokoro-82m", f.display());
+    }
+    files
+}
+
+/// Speaks `text`; returns the audio at 24 kHz and the seconds it took.
+async fn speak(voice: &NaturalVoice, text: &str) -> (Vec<f32>, f64) {
+    let (tx, mut rx) = mpsc::unbounded_channel::<AudioChunk>();
+    let started = Instant::now();
+    voice.synthesize(text, &tx).await.unwrap();
+    let took = started.elapsed().as_secs_f64();
+    drop(tx);
+    let mut audio = Vec::new();
+    while let Some(c) = rx.recv().await {
+        assert_eq!(c.rate, SAMPLE_RATE);
+        assert!(c.samples.len() <= SAMPLE_RATE as usize / 10, "handed over in 100 ms pieces");
+        audio.extend(c.samples);
+    }
+    (audio, took)
+}
+
+fn to_16k(audio: &[f32]) -> Vec<f32> {
+    let mut r = ToMono16k::new(SAMPLE_RATE, 1).unwrap();
+    let mut out = Vec::new();
+    r.push(audio, &mut out);
+    r.finish(&mut out);
+    out
+}
+
+fn words(s: &str) -> Vec<String> {
+    s.split_whitespace()
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase())
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs scripts/test.sh (models, virtual audio, display, keyring)"]
+async fn the_natural_voice_says_a_sentence_that_whisper_reads_back_word_for_word() {
+    let _ = NEEDS_TEST_SH;
+    let voice = NaturalVoice::new(files(), Some("af_heart")).unwrap();
+    let whisper = WhisperStt::load(&whisper_model()).unwrap();
+    // Loading is not counted in the real-time factor below.
+    let _ = speak(&voice, "Hello.").await;
+    for text in [
+        "The quick brown fox jumps over the lazy dog.",
+        "Hello, my name is Hark. How can I help you today?",
+    ] {
+        let (audio, took) = speak(&voice, text).await;
+        let secs = audio.len() as f64 / f64::from(SAMPLE_RATE);
+        assert!((1.0..12.0).contains(&secs), "{secs:.2} s of speech for {text:?}");
+        assert!(rms(&audio) > 0.02, "the speech is audible");
+        let heard = whisper.transcribe(&to_16k(&audio)).await.unwrap();
+        assert_eq!(words(&heard), words(text), "whisper heard {heard:?}");
+        println!(
+            "natural voice: {secs:.2} s of speech in {took:.2} s (real-time factor {:.2})",
+            took / secs
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs scripts/test.sh (models, virtual audio, display, keyring)"]
+async fn the_spanish_natural_voice_speaks_spanish() {
+    let voice = NaturalVoice::new(files(), Some("ef_dora")).unwrap();
+    let (audio, _) = speak(&voice, "Hola. Buenos días, ¿cómo estás?").await;
+    let dir = std::env::var_os("HARK_MODELS_DIR").unwrap();
+    let whisper = WhisperStt::load(&PathBuf::from(dir).join("ggml-base.bin")).unwrap();
+    whisper.set_language(Some("es"));
+    let heard = whisper.transcribe(&to_16k(&audio)).await.unwrap().to_lowercase();
+    assert!(heard.contains("buenos días") || heard.contains("buenos dias"), "whisper heard {heard:?}");
+}
+
+#[tokio::test]
+async fn missing_files_are_an_error_that_names_the_file_and_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let voice = NaturalVoice::new(
+        KokoroFiles {
+            model: dir.path().join("kokoro.onnx"),
+            voices: dir.path().join("voices.bin"),
+            runtime: dir.path().join("libonnxruntime.so"),
+        },
+        None,
+    )
+    .unwrap();
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let e = voice.synthesize("Hello.", &tx).await.unwrap_err().to_string();
+    assert!(e.contains("libonnxruntime.so") || e.contains("voices.bin"), "{e}");
+    let e = NaturalVoice::new(voice_files_stub(), Some("nobody")).err().unwrap().to_string();
+    assert!(e.contains("no natural voice \"nobody\"") && e.contains("af_heart"), "{e}");
+}
+
+fn voice_files_stub() -> KokoroFiles {
+    KokoroFiles {
+        model: "m".into(),
+        voices: "v".into(),
+        runtime: "r".into(),
+    }
+}
