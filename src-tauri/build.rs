@@ -21,6 +21,7 @@ const COMMANDS: &[&str] = &[
     "practice",
     "mic_check",
     "play_sample",
+    "preview_voice",
     "list_sessions",
     "open_session",
     "new_session",

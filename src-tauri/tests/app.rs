@@ -287,6 +287,39 @@ async fn the_desktop_app_end_to_end() {
     app.phase("ready").await;
     assert_eq!(app.error_banners().await, "");
 
+    // The natural voice in Settings: its voices to pick from, and a spoken preview of the
+    // one picked before anything is saved (recorded off the speaker, read back by whisper).
+    app.open_settings().await;
+    app.choose("select[name=tts]", "Natural voice").await;
+    app.choose("select[name=natural_voice]", "Michael").await;
+    let preview = record(&dir.path().join("preview.wav"));
+    app.click_js("#preview-voice").await;
+    app.wait(
+        "the preview to start",
+        "return document.querySelector('#preview-voice').disabled",
+        |v| v == true,
+    )
+    .await;
+    app.wait_for(
+        "the preview to end",
+        "return document.querySelector('#preview-voice').disabled",
+        Duration::from_secs(60),
+        |v| v == false,
+    )
+    .await;
+    let preview = preview.stop();
+    assert_eq!(app.error_banners().await, "", "the preview spoke without a problem");
+    let whisper = hark_core::stt::whisper::WhisperStt::load(&model).unwrap();
+    let heard = hark_core::stt::Transcriber::transcribe(&whisper, &preview)
+        .await
+        .unwrap()
+        .to_lowercase();
+    assert!(
+        heard.contains("hello") && heard.contains("sounds"),
+        "whisper heard {heard:?} in the preview"
+    );
+    app.click_js("#settings-cancel").await;
+
     // A key saved in Settings goes to the Secret Service and into no file the app wrote.
     let key = "sk-ant-entered-in-settings-4f9c2e";
     app.open_settings().await;
@@ -330,8 +363,8 @@ async fn the_desktop_app_end_to_end() {
 }
 
 /// What the README's run command gives on a machine with the models in place and no API
-/// key: the offline stack (whisper.cpp, the local model through `hark-llm`, the OS voice)
-/// answers a spoken turn.
+/// key: the offline stack (whisper.cpp, the local model through `hark-llm`, the natural
+/// voice) answers a spoken turn; the reply recorded off the speaker is read back by whisper.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs scripts/test.sh (display, virtual audio, keyring, models)"]
 async fn with_no_keys_the_app_answers_a_spoken_turn_offline() {
@@ -352,6 +385,7 @@ async fn with_no_keys_the_app_answers_a_spoken_turn_offline() {
     assert_eq!(app.error_banners().await, "", "no setup problem");
 
     speak(&app, &u1).await;
+    let spoken = record(&dir.path().join("reply.wav"));
     let h = app
         .wait("the offline reply in the panel", HISTORY, |v| {
             in_context(v).len() == 2 && !in_context(v)[1].trim().is_empty()
@@ -360,8 +394,33 @@ async fn with_no_keys_the_app_answers_a_spoken_turn_offline() {
     let ctx = in_context(&h);
     assert!(ctx[0].to_lowercase().contains("my name is sam"), "{ctx:?}");
     app.phase("ready").await;
+    let spoken = spoken.stop();
     assert!(app.text("#transcript").await.contains(ctx[1].trim()));
     app.close().await;
+
+    // The default voice is the natural one (its files are in the models directory), and
+    // what came out of the speaker is the reply.
+    let mut logs = String::new();
+    for e in std::fs::read_dir(&setup.logs).unwrap().flatten() {
+        logs.push_str(&std::fs::read_to_string(e.path()).unwrap_or_default());
+    }
+    assert!(logs.contains("natural voice loaded"), "the natural voice spoke: {logs}");
+    let whisper = hark_core::stt::whisper::WhisperStt::load(&whisper_model()).unwrap();
+    let heard = hark_core::stt::Transcriber::transcribe(&whisper, &spoken)
+        .await
+        .unwrap()
+        .to_lowercase();
+    let words: Vec<String> = ctx[1]
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase())
+        .filter(|w| w.len() > 3)
+        .collect();
+    let found = words.iter().filter(|w| heard.contains(w.as_str())).count();
+    assert!(
+        found * 2 >= words.len(),
+        "whisper heard {heard:?} off the speaker for the reply {:?}",
+        ctx[1]
+    );
 
     // The record: the offline model answered, with its reported usage and voice metrics.
     let store = hark_core::store::Store::open(&setup.db).unwrap();

@@ -30,6 +30,7 @@ async fn hark_lives_in_the_tray_and_answers_while_hidden() {
             json!({
                 "llm_provider": "openai", "llm_model": "local", "llm_base_url": llm.base_url(),
                 "whisper_model": model, "ptt_mode": "hold", "sound_cues": true, "recall": false,
+                "tts": "system",
             }),
         )),
     );

@@ -21,7 +21,11 @@ fn files() -> KokoroFiles {
         .natural_files(&Manifest::builtin(), &ModelStore::new(PathBuf::from(dir)))
         .unwrap();
     for f in [&files.model, &files.voices, &files.runtime] {
-        assert!(f.exists(), "{} is missing: scripts/test.sh fetches kokoro-82m", f.display());
+        assert!(
+            f.exists(),
+            "{} is missing: scripts/test.sh fetches kokoro-82m",
+            f.display()
+        );
     }
     files
 }
@@ -36,7 +40,10 @@ async fn speak(voice: &NaturalVoice, text: &str) -> (Vec<f32>, f64) {
     let mut audio = Vec::new();
     while let Some(c) = rx.recv().await {
         assert_eq!(c.rate, SAMPLE_RATE);
-        assert!(c.samples.len() <= SAMPLE_RATE as usize / 10, "handed over in 100 ms pieces");
+        assert!(
+            c.samples.len() <= SAMPLE_RATE as usize / 10,
+            "handed over in 100 ms pieces"
+        );
         audio.extend(c.samples);
     }
     (audio, took)
@@ -91,7 +98,10 @@ async fn the_spanish_natural_voice_speaks_spanish() {
     let whisper = WhisperStt::load(&PathBuf::from(dir).join("ggml-base.bin")).unwrap();
     whisper.set_language(Some("es"));
     let heard = whisper.transcribe(&to_16k(&audio)).await.unwrap().to_lowercase();
-    assert!(heard.contains("buenos días") || heard.contains("buenos dias"), "whisper heard {heard:?}");
+    assert!(
+        heard.contains("buenos días") || heard.contains("buenos dias"),
+        "whisper heard {heard:?}"
+    );
 }
 
 #[tokio::test]
@@ -109,8 +119,14 @@ async fn missing_files_are_an_error_that_names_the_file_and_the_fix() {
     let (tx, _rx) = mpsc::unbounded_channel();
     let e = voice.synthesize("Hello.", &tx).await.unwrap_err().to_string();
     assert!(e.contains("libonnxruntime.so") || e.contains("voices.bin"), "{e}");
-    let e = NaturalVoice::new(voice_files_stub(), Some("nobody")).err().unwrap().to_string();
-    assert!(e.contains("no natural voice \"nobody\"") && e.contains("af_heart"), "{e}");
+    let e = NaturalVoice::new(voice_files_stub(), Some("nobody"))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("no natural voice \"nobody\"") && e.contains("af_heart"),
+        "{e}"
+    );
 }
 
 fn voice_files_stub() -> KokoroFiles {

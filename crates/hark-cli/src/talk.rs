@@ -40,9 +40,9 @@ pub struct TalkArgs {
     /// Speech-to-text: whisper (offline), deepgram (live), deepgram-prerecorded, openai.
     #[arg(long, default_value = "whisper")]
     stt: SttKind,
-    /// Text-to-speech: natural (Kokoro, offline; fetched on first use), system (the OS
-    /// voice), deepgram, openai.
-    #[arg(long, default_value = "system")]
+    /// Text-to-speech: natural (Kokoro, offline; fetched on first use; the OS voice where
+    /// it is not available), system (the OS voice), deepgram, openai.
+    #[arg(long, default_value = "natural")]
     tts: TtsKind,
     /// The whisper model file (default: the manifest's speech model in the models directory).
     #[arg(long, env = "HARK_WHISPER_MODEL")]
@@ -83,7 +83,7 @@ async fn ensure_speech_model(profile: &Profile) -> Result<()> {
     if let Some(spec) = profile.whisper_spec(&manifest) {
         crate::models::ensure(spec, "speech-to-text runs offline").await?;
     }
-    if profile.tts == TtsKind::Natural {
+    if profile.tts_in_effect(&manifest) == TtsKind::Natural {
         for spec in profile.natural_specs(&manifest)? {
             crate::models::ensure(spec, "the natural voice runs offline").await?;
         }

@@ -130,7 +130,16 @@ fn with_no_keys_the_natural_voice_speaks_the_offline_reply() {
     let hark = hark_without_keys(&dir.path().join("hark.db"));
     let (u1, out) = (dir.path().join("u1.wav"), dir.path().join("out"));
     espeak_wav("What is the capital of France?", &u1);
-    let args = ["--tts", "natural", "--voice", "af_heart", "--temperature", "0", "--max-tokens", "40"];
+    let args = [
+        "--tts",
+        "natural",
+        "--voice",
+        "af_heart",
+        "--temperature",
+        "0",
+        "--max-tokens",
+        "40",
+    ];
     let events = common::talk(hark, &args, &[&u1], &out, None);
     let replies = common::of_type(&events, "turn_finished", "reply");
     assert_eq!(replies.len(), 1, "{events:?}");

@@ -121,7 +121,7 @@ impl Default for Profile {
             tools: true,
             stt: SttKind::Whisper,
             whisper_model: None,
-            tts: TtsKind::System,
+            tts: TtsKind::Natural,
             voice: None,
             deepgram_base_url: None,
             speech_base_url: None,
@@ -276,10 +276,20 @@ impl Profile {
             want.push(self.local_spec(manifest)?.clone());
         }
         want.extend(self.whisper_spec(manifest).cloned());
-        if self.tts == TtsKind::Natural {
+        if self.tts_in_effect(manifest) == TtsKind::Natural {
             want.extend(self.natural_specs(manifest)?.into_iter().cloned());
         }
         Ok(want)
+    }
+
+    /// The voice engine in effect: the one chosen, except that the natural voice falls back
+    /// to the OS voice where the manifest has none for this platform (its model, voices or
+    /// ONNX Runtime library).
+    pub fn tts_in_effect(&self, manifest: &Manifest) -> TtsKind {
+        match self.tts {
+            TtsKind::Natural if self.natural_specs(manifest).is_err() => TtsKind::System,
+            t => t,
+        }
     }
 
     /// The natural voice's model and what it needs (its voices, ONNX Runtime for this
@@ -472,6 +482,15 @@ impl Profile {
         Ok(match self.tts {
             TtsKind::System => system(voice),
             TtsKind::Natural => {
+                let manifest =
+                    Manifest::load().map_err(|e| ProviderError::new("natural", ErrorKind::Settings, e.to_string()))?;
+                if self.tts_in_effect(&manifest) != TtsKind::Natural {
+                    tracing::info!(
+                        "no natural voice for {} in the models manifest: speaking with the OS voice",
+                        crate::models::this_platform()
+                    );
+                    return Ok(system(None));
+                }
                 // A named voice, else the natural voice of the conversation language; a
                 // language Kokoro does not speak gets the OS voice, which speaks them all.
                 let id = match (&voice, natural::voice_for(lang)) {
@@ -523,6 +542,48 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_natural_voice_falls_back_to_the_os_voice_where_the_manifest_has_none() {
+        let p = Profile::default();
+        let linux = Manifest::parse(crate::models::MANIFEST_JSON)
+            .unwrap()
+            .for_platform("linux-x86_64");
+        assert_eq!(p.tts_in_effect(&linux), TtsKind::Natural);
+        let kc = Keychain::with_service(format!("hark-assembly-natural-{}", std::process::id()));
+        let needed: Vec<String> = Profile {
+            llm_provider: LlmChoice::Local,
+            ..Profile::default()
+        }
+        .models_needed(&kc, &linux)
+        .unwrap()
+        .into_iter()
+        .map(|m| m.id)
+        .collect();
+        assert_eq!(
+            needed,
+            [
+                "qwen2.5-coder-1.5b",
+                "whisper-tiny.en",
+                "onnxruntime",
+                "kokoro-voices",
+                "kokoro-82m"
+            ]
+        );
+        // No ONNX Runtime pinned for this platform: the OS voice, and nothing to fetch for it.
+        let elsewhere = Manifest::parse(crate::models::MANIFEST_JSON)
+            .unwrap()
+            .for_platform("freebsd-x86_64");
+        assert_eq!(p.tts_in_effect(&elsewhere), TtsKind::System);
+        let needed = p.models_needed(&kc, &elsewhere).unwrap();
+        assert!(needed.iter().all(|m| m.kind != ModelKind::Tts), "{needed:?}");
+        // A voice chosen explicitly stays.
+        let os = Profile {
+            tts: TtsKind::System,
+            ..Profile::default()
+        };
+        assert_eq!(os.tts_in_effect(&linux), TtsKind::System);
+    }
+
+    #[test]
     fn automatic_picks_a_base_url_server_else_a_keyed_provider_else_offline() {
         // A keychain service nobody uses: no keys stored; the test environment sets none.
         let kc = Keychain::with_service(format!("hark-assembly-test-{}", std::process::id()));
@@ -546,6 +607,11 @@ mod tests {
         assert_eq!(p.stt, SttKind::DeepgramPrerecorded);
         assert_eq!(p.tts, TtsKind::System);
         assert_eq!(p.max_tokens, DEFAULT_REPLY_BUDGET, "absent fields take their defaults");
+        assert_eq!(
+            Profile::default().tts,
+            TtsKind::Natural,
+            "the natural voice is the default"
+        );
         assert!(serde_json::from_str::<Profile>(r#"{"stt": "carrier-pigeon"}"#).is_err());
     }
 

@@ -45,6 +45,7 @@ pub fn builder() -> Builder<tauri::Wry> {
         talk::practice,
         talk::mic_check,
         talk::play_sample,
+        talk::preview_voice,
         sessions::list_sessions,
         sessions::open_session,
         sessions::new_session,

@@ -145,6 +145,8 @@ pub struct Choices {
     pub offline_models: Vec<ModelChoice>,
     /// The conversation languages: automatic first.
     pub languages: Vec<Choice>,
+    /// The natural voice's voices (Kokoro's, those Hark can phonemise).
+    pub natural_voices: Vec<Choice>,
 }
 
 pub fn choices() -> Choices {
@@ -157,10 +159,17 @@ pub fn choices() -> Choices {
         ready: store.is_ready(m),
         default: m.default,
     };
+    // The natural voice's files count when it is in effect for the default settings.
+    let natural = hark_core::assembly::Profile::default();
+    let voice_files = match natural.tts_in_effect(&manifest) {
+        TtsKind::Natural => natural.natural_specs(&manifest).unwrap_or_default(),
+        _ => Vec::new(),
+    };
     Choices {
         offline_models: [ModelKind::Llm, ModelKind::Stt]
             .into_iter()
             .filter_map(|k| manifest.default_for(k))
+            .chain(voice_files)
             .map(model_choice)
             .collect(),
         llm_providers: vec![
@@ -182,6 +191,7 @@ pub fn choices() -> Choices {
             choice(SttKind::OpenAi, "OpenAI"),
         ],
         tts: vec![
+            choice(TtsKind::Natural, "Natural voice (offline)"),
             choice(TtsKind::System, "System voice (offline)"),
             choice(TtsKind::Deepgram, "Deepgram Aura-2"),
             choice(TtsKind::OpenAi, "OpenAI"),
@@ -203,6 +213,9 @@ pub fn choices() -> Choices {
         ],
         languages: std::iter::once(choice(language::AUTO, "Automatic (the language you speak)"))
             .chain(language::LANGUAGES.iter().map(|l| choice(l.code, &l.label())))
+            .collect(),
+        natural_voices: hark_core::tts::natural::offered_voices()
+            .map(|v| choice(v.id, v.label))
             .collect(),
     }
 }

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use hark_core::assembly::Profile;
 use hark_core::audio::input::{AudioInput, Microphone};
 use hark_core::audio::playback::{AudioOut, Speaker};
 use hark_core::conversation::HistorySettings;
@@ -12,7 +13,7 @@ use hark_core::session::ptt::Key;
 use hark_core::session::voice::VoiceHandle;
 use hark_core::session::ChatSession;
 use hark_core::session::TurnError;
-use hark_core::tts::AudioChunk;
+use hark_core::tts::{AudioChunk, TtsKind};
 use tauri::State;
 use tokio_util::sync::CancellationToken;
 
@@ -153,8 +154,26 @@ pub async fn mic_check(app: tauri::AppHandle, state: State<'_, AppState>, on: bo
 #[specta::specta]
 pub async fn play_sample(state: State<'_, AppState>) -> CmdResult<()> {
     let settings = state.settings();
-    let tts = settings.profile.synthesizer(&state.keychain)?;
-    let out: Arc<dyn AudioOut> = Arc::new(Speaker::open(settings.output_device.as_deref())?);
+    say_sample(&state, &settings.profile, settings.output_device.as_deref()).await
+}
+
+/// Settings' voice preview: says the sample with a voice engine and voice not saved yet
+/// (`voice: None`: the engine's default for the conversation language).
+#[tauri::command]
+#[specta::specta]
+pub async fn preview_voice(state: State<'_, AppState>, tts: TtsKind, voice: Option<String>) -> CmdResult<()> {
+    let settings = state.settings();
+    let profile = Profile {
+        tts,
+        voice,
+        ..settings.profile.clone()
+    };
+    say_sample(&state, &profile, settings.output_device.as_deref()).await
+}
+
+async fn say_sample(state: &AppState, profile: &Profile, output: Option<&str>) -> CmdResult<()> {
+    let tts = profile.synthesizer(&state.keychain)?;
+    let out: Arc<dyn AudioOut> = Arc::new(Speaker::open(output)?);
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<AudioChunk>();
     tts.synthesize("Hello! This is how Hark sounds.", &tx).await?;
     drop(tx);

@@ -211,6 +211,18 @@ async playSample() : Promise<Result<null, CommandError>> {
     else return { status: "error", error: e  as any };
 }
 },
+/**
+ * Settings' voice preview: says the sample with a voice engine and voice not saved yet
+ * (`voice: None`: the engine's default for the conversation language).
+ */
+async previewVoice(tts: TtsKind, voice: string | null) : Promise<Result<null, CommandError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("preview_voice", { tts, voice }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
 async listSessions() : Promise<Result<SessionInfo[], CommandError>> {
     try {
     return { status: "ok", data: await TAURI_INVOKE("list_sessions") };
@@ -628,7 +640,11 @@ offline_models: ModelChoice[];
 /**
  * The conversation languages: automatic first.
  */
-languages: Choice[] }
+languages: Choice[]; 
+/**
+ * The natural voice's voices (Kokoro's, those Hark can phonemise).
+ */
+natural_voices: Choice[] }
 export type CommandError = { kind: ErrorKind; 
 /**
  * The banner's heading, from the kind.
@@ -889,7 +905,15 @@ export type ModelKind =
 /**
  * A speech-to-text model (ggml) for whisper.cpp.
  */
-"stt"
+"stt" | 
+/**
+ * A text-to-speech model or its voices (the natural voice).
+ */
+"tts" | 
+/**
+ * A library a model runs on (ONNX Runtime).
+ */
+"runtime"
 /**
  * Settings → Models: every model, where they live and the disk they take.
  */
@@ -1094,6 +1118,10 @@ export type TtsKind =
  * The operating system's own voice (offline).
  */
 "system" | 
+/**
+ * The natural offline voice (Kokoro).
+ */
+"natural" | 
 /**
  * Deepgram Aura-2.
  */
