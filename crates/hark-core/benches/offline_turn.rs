@@ -8,12 +8,17 @@
 //! - `overlapped`: the prompt's prefix is evaluated at the press, whisper transcribes at
 //!   each pause while the key is held, speech starts at the reply's first clause.
 //!
+//! The overlapped pipeline runs a second time with the natural voice (Kokoro) instead of
+//! the OS voice (issue 13), in the same run.
+//!
 //! It prints release → transcript, → first token and → first reply sample out, p50 and p95
-//! for each, the ratio, and the word error rate of the transcripts against the clips' text.
+//! for each, the ratios, the word error rate of the transcripts against the clips' text,
+//! and each voice's real-time factor (compute time / audio time, warm).
 //!
 //! Run: `scripts/bench-offline-turn.sh [RUNS]` (release builds; fetches the models).
 //! `HARK_BENCH_RUNS` (default 5) conversations per pipeline, each of every clip in turn;
-//! `HARK_BENCH_PIPELINES` (default `sequential,overlapped`) picks the pipelines.
+//! `HARK_BENCH_PIPELINES` (default `sequential,overlapped,overlapped/natural`) picks the
+//! pipelines, each with a voice after `/` (`system` when none is named).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -33,7 +38,9 @@ use hark_core::session::voice::{self, ActorOptions, Pipeline, TurnMetrics, Voice
 use hark_core::session::ChatSession;
 use hark_core::store::Store;
 use hark_core::stt::whisper::WhisperStt;
+use hark_core::tts::natural::NaturalVoice;
 use hark_core::tts::system::SystemVoice;
+use hark_core::tts::{AudioChunk, Synthesizer};
 use tokio::sync::{mpsc, Notify};
 
 /// The questions, spoken by espeak-ng at its default voice and speed.
@@ -242,13 +249,22 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(5);
-    let pipelines: Vec<Pipeline> = std::env::var("HARK_BENCH_PIPELINES")
-        .unwrap_or_else(|_| "sequential,overlapped".into())
+    let pipelines: Vec<(Pipeline, &'static str)> = std::env::var("HARK_BENCH_PIPELINES")
+        .unwrap_or_else(|_| "sequential,overlapped,overlapped/natural".into())
         .split(',')
-        .map(|p| match p.trim() {
-            "sequential" => Pipeline::Sequential,
-            "overlapped" => Pipeline::Overlapped,
-            other => panic!("HARK_BENCH_PIPELINES: unknown pipeline {other:?} (sequential, overlapped)"),
+        .map(|p| {
+            let (pipeline, voice) = p.trim().split_once('/').unwrap_or((p.trim(), "system"));
+            let pipeline = match pipeline {
+                "sequential" => Pipeline::Sequential,
+                "overlapped" => Pipeline::Overlapped,
+                other => panic!("HARK_BENCH_PIPELINES: unknown pipeline {other:?} (sequential, overlapped)"),
+            };
+            let voice = match voice {
+                "system" => "system",
+                "natural" => "natural",
+                other => panic!("HARK_BENCH_PIPELINES: unknown voice {other:?} (system, natural)"),
+            };
+            (pipeline, voice)
         })
         .collect();
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -261,7 +277,9 @@ fn main() {
         let models = ModelStore::default_dir();
         let llm = manifest.default_for(ModelKind::Llm).expect("a default chat model");
         let stt = manifest.default_for(ModelKind::Stt).expect("a default speech model");
-        for spec in [llm, stt] {
+        let profile = hark_core::assembly::Profile::default();
+        let natural_specs = profile.natural_specs(&manifest).expect("the natural voice in the manifest");
+        for spec in [llm, stt].into_iter().chain(natural_specs) {
             models.ensure(spec, &|_| {}).await.expect("the model (scripts/fetch-models.sh)");
         }
         let dir = tempfile::tempdir().expect("temp dir");
@@ -271,22 +289,55 @@ fn main() {
             .expect("hark-llm (set HARK_LLM_BIN to the release build)");
         let whisper = WhisperStt::load(&models.path(stt)).expect("whisper");
         whisper.set_unload_after(None);
-        let voice = Voice {
+        let system: Arc<dyn Synthesizer> = Arc::new(SystemVoice::default());
+        let natural_voice =
+            NaturalVoice::new(profile.natural_files(&manifest, &models).expect("its files"), None).expect("af_heart");
+        let natural: Arc<dyn Synthesizer> = Arc::new(natural_voice);
+        let voice_for = |name: &str| Voice {
             stt: Arc::new(whisper.clone()),
-            tts: Arc::new(SystemVoice::default()),
+            tts: if name == "natural" { natural.clone() } else { system.clone() },
             out: Arc::new(ClockOut::new()),
         };
-        // Both pipelines start warm: the speech model loaded, the model server serving.
+        // Every pipeline starts warm: the speech model and the voices loaded, the model
+        // server serving.
         use hark_core::stt::Transcriber;
         let _ = whisper.transcribe(&clips[0]).await;
-        let _ = conversation(Pipeline::Sequential, &server, &voice, &clips[..1]).await;
+        for name in ["system", "natural"] {
+            let _ = conversation(Pipeline::Sequential, &server, &voice_for(name), &clips[..1]).await;
+        }
+
+        // Each voice's real-time factor on the replies' kind of sentence, warm.
+        let sentences = [
+            "The capital of France is Paris.",
+            "Octopuses have three hearts and blue blood.",
+            "A spider has eight legs.",
+        ];
+        let mut rtf = Vec::new();
+        for (name, tts) in [("system", &system), ("natural", &natural)] {
+            let (mut compute, mut audio) = (0.0, 0.0);
+            for s in sentences {
+                let (tx, mut rx) = mpsc::unbounded_channel::<AudioChunk>();
+                let started = std::time::Instant::now();
+                tts.synthesize(s, &tx).await.expect("synthesis");
+                compute += started.elapsed().as_secs_f64();
+                drop(tx);
+                while let Some(c) = rx.recv().await {
+                    audio += c.samples.len() as f64 / f64::from(c.rate);
+                }
+            }
+            rtf.push((name, compute / audio, audio));
+        }
 
         println!("Offline spoken turn, {} ({} runs × {} clips per pipeline)", machine(), runs, clips.len());
         println!(
-            "whisper {} → {} in hark-llm → the OS voice; release {} ms after the last word\n",
-            stt.id, llm.id, RELEASE_AFTER_MS
+            "whisper {} → {} in hark-llm → the OS voice (espeak-ng) or the natural voice (Kokoro, {} thread(s)); release {} ms after the last word\n",
+            stt.id,
+            llm.id,
+            hark_core::tts::natural::thread_budget(),
+            RELEASE_AFTER_MS
         );
-        let mut results: Vec<(Pipeline, Vec<Measured>)> = pipelines.iter().map(|p| (*p, Vec::new())).collect();
+        let mut results: Vec<((Pipeline, &str), Vec<Measured>)> =
+            pipelines.iter().map(|p| (*p, Vec::new())).collect();
         for run in 0..runs {
             // Alternate which pipeline goes first, so neither always follows the other.
             let mut order: Vec<usize> = (0..results.len()).collect();
@@ -294,16 +345,16 @@ fn main() {
                 order.reverse();
             }
             for i in order {
-                let p = results[i].0;
-                let m = conversation(p, &server, &voice, &clips).await;
+                let (p, v) = results[i].0;
+                let m = conversation(p, &server, &voice_for(v), &clips).await;
                 results[i].1.extend(m);
             }
         }
         println!(
-            "{:<11} {:>22} {:>22} {:>22} {:>7}",
-            "pipeline", "release → transcript", "release → 1st token", "release → 1st audio", "WER"
+            "{:<19} {:>22} {:>22} {:>22} {:>7}",
+            "pipeline/voice", "release → transcript", "release → 1st token", "release → 1st audio", "WER"
         );
-        for (p, m) in &results {
+        for ((p, v), m) in &results {
             let col = |f: fn(&Measured) -> f64| {
                 let v: Vec<f64> = m.iter().map(f).collect();
                 format!("p50 {:>5.0} p95 {:>5.0}", percentile(&v, 0.5), percentile(&v, 0.95))
@@ -315,18 +366,22 @@ fn main() {
                 total += reference.len();
             }
             println!(
-                "{:<11} {:>22} {:>22} {:>22} {:>6.1}%",
-                format!("{p:?}").to_lowercase(),
+                "{:<19} {:>22} {:>22} {:>22} {:>6.1}%",
+                format!("{p:?}/{v}").to_lowercase(),
                 col(|t| t.transcript),
                 col(|t| t.first_token),
                 col(|t| t.first_audio),
                 errors as f64 * 100.0 / total as f64
             );
         }
-        if let [(_, old), (_, new)] = &results[..] {
-            let p50 = |m: &[Measured], f: fn(&Measured) -> f64| percentile(&m.iter().map(f).collect::<Vec<_>>(), 0.5);
-            let p95 = |m: &[Measured], f: fn(&Measured) -> f64| percentile(&m.iter().map(f).collect::<Vec<_>>(), 0.95);
-            let a: fn(&Measured) -> f64 = |t| t.first_audio;
+        let find = |p: Pipeline, v: &str| results.iter().find(|(k, _)| *k == (p, v)).map(|(_, m)| m);
+        let p50 = |m: &[Measured], f: fn(&Measured) -> f64| percentile(&m.iter().map(f).collect::<Vec<_>>(), 0.5);
+        let p95 = |m: &[Measured], f: fn(&Measured) -> f64| percentile(&m.iter().map(f).collect::<Vec<_>>(), 0.95);
+        let a: fn(&Measured) -> f64 = |t| t.first_audio;
+        if let (Some(old), Some(new)) = (
+            find(Pipeline::Sequential, "system"),
+            find(Pipeline::Overlapped, "system"),
+        ) {
             let same = old.iter().zip(new).filter(|(a, b)| a.heard == b.heard).count();
             println!(
                 "\noverlapped / sequential, release → first audio: p50 {:.2}×, p95 {:.2}× (goal: p50 ≤ 700 ms and ≤ 0.6×: {})",
@@ -335,6 +390,22 @@ fn main() {
                 if p50(new, a) <= 700.0 && p50(new, a) / p50(old, a) <= 0.6 { "met" } else { "NOT met" }
             );
             println!("identical transcripts: {same} of {}", old.len().min(new.len()));
+        }
+        if let (Some(os), Some(nat)) = (
+            find(Pipeline::Overlapped, "system"),
+            find(Pipeline::Overlapped, "natural"),
+        ) {
+            println!(
+                "natural / OS voice (overlapped), release → first audio: p50 {:.0} vs {:.0} ms ({:.2}×); goal natural p50 ≤ 1,100 ms: {}",
+                p50(nat, a),
+                p50(os, a),
+                p50(nat, a) / p50(os, a),
+                if p50(nat, a) <= 1100.0 { "met" } else { "NOT met" }
+            );
+        }
+        println!();
+        for (name, factor, secs) in rtf {
+            println!("real-time factor, {name} voice: {factor:.2} ({secs:.1} s of speech, warm)");
         }
     });
 }
