@@ -524,9 +524,16 @@ fn err(kind: ErrorKind, m: impl Into<String>) -> ProviderError {
     ProviderError::new(PROVIDER, kind, m)
 }
 
-/// Threads for one synthesis: one on a machine of two cores or fewer, so the local chat
-/// model decoding the rest of the reply keeps a core; else half the cores, at most four.
+/// Threads for one synthesis: `HARK_VOICE_THREADS`, else one on a machine of two cores or
+/// fewer, so the local chat model decoding the rest of the reply keeps a core; else half
+/// the cores, at most four.
 pub fn thread_budget() -> usize {
+    if let Some(n) = std::env::var("HARK_VOICE_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        return n.clamp(1, 16);
+    }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cores <= 2 {
         1
