@@ -80,7 +80,7 @@ pub async fn app_state(state: State<'_, AppState>) -> CmdResult<Snapshot> {
 }
 
 /// Opens the folder with the log files in the system's file manager.
-#[tauri::command]
+#[tauri::command(async)]
 #[specta::specta]
 pub fn open_logs_folder(app: AppHandle, state: State<'_, AppState>) -> CmdResult<()> {
     let dir = state.logs.dir().to_path_buf();
@@ -126,7 +126,7 @@ pub async fn start_fresh(app: AppHandle, state: State<'_, AppState>) -> CmdResul
 }
 
 /// Opens the folder of the file a fatal start-up problem is about.
-#[tauri::command]
+#[tauri::command(async)]
 #[specta::specta]
 pub fn open_fatal_folder(app: AppHandle, state: State<'_, AppState>) -> CmdResult<()> {
     let path = match lock(&state.fatal).clone() {
@@ -146,7 +146,7 @@ pub async fn check_for_updates(app: AppHandle) -> CmdResult<String> {
 }
 
 /// The introduction is done (or skipped): it does not show again.
-#[tauri::command]
+#[tauri::command(async)]
 #[specta::specta]
 pub fn finish_onboarding(app: AppHandle, state: State<'_, AppState>) -> CmdResult<()> {
     let mut s = lock(&state.settings);
@@ -166,7 +166,7 @@ pub fn finish_onboarding(app: AppHandle, state: State<'_, AppState>) -> CmdResul
 }
 
 /// Shows the introduction again (Settings).
-#[tauri::command]
+#[tauri::command(async)]
 #[specta::specta]
 pub fn restart_onboarding(state: State<'_, AppState>) -> CmdResult<()> {
     let mut s = lock(&state.settings);

@@ -7,14 +7,14 @@ use crate::error::CmdResult;
 use crate::state::AppState;
 
 /// Every remembered fact, oldest first.
-#[tauri::command]
+#[tauri::command(async)]
 #[specta::specta]
 pub fn list_facts(state: State<'_, AppState>) -> CmdResult<Vec<Fact>> {
     Ok(state.store()?.facts()?)
 }
 
 /// Remembers a fact typed in the Memory view; returns the new list.
-#[tauri::command]
+#[tauri::command(async)]
 #[specta::specta]
 pub fn add_fact(state: State<'_, AppState>, text: String) -> CmdResult<Vec<Fact>> {
     let store = state.store()?;
@@ -23,7 +23,7 @@ pub fn add_fact(state: State<'_, AppState>, text: String) -> CmdResult<Vec<Fact>
 }
 
 /// Rewrites a fact; returns the new list. The next turn recalls the new text.
-#[tauri::command]
+#[tauri::command(async)]
 #[specta::specta]
 pub fn update_fact(state: State<'_, AppState>, id: String, text: String) -> CmdResult<Vec<Fact>> {
     let store = state.store()?;
@@ -32,7 +32,7 @@ pub fn update_fact(state: State<'_, AppState>, id: String, text: String) -> CmdR
 }
 
 /// Forgets a fact; returns the new list.
-#[tauri::command]
+#[tauri::command(async)]
 #[specta::specta]
 pub fn delete_fact(state: State<'_, AppState>, id: String) -> CmdResult<Vec<Fact>> {
     let store = state.store()?;
@@ -41,7 +41,7 @@ pub fn delete_fact(state: State<'_, AppState>, id: String) -> CmdResult<Vec<Fact
 }
 
 /// Full-text search over every session's messages.
-#[tauri::command]
+#[tauri::command(async)]
 #[specta::specta]
 pub fn search_memory(state: State<'_, AppState>, query: String) -> CmdResult<Vec<SearchHit>> {
     Ok(state.store()?.search_messages(&query, None, 30)?)

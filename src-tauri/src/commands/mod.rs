@@ -11,6 +11,11 @@
 //! - `memory`: remembered facts and the search over past conversations.
 //! - `models`: the offline models' download (start, pause).
 //!
+//! Tauri runs a command without `async` on the main thread, where it holds up the window's
+//! event loop (a close request, a redraw) until it returns. Commands that touch the
+//! keychain, SQLite or the disk are `async` or `#[tauri::command(async)]` (the thread
+//! pool); only ones that hand a message to a channel stay on the main thread.
+//!
 //! Every command is listed in [`builder`], which generates the window's TypeScript bindings
 //! (`ui/src/lib/bindings.ts`, checked by a test) and in `build.rs`, which permissions it.
 

@@ -94,7 +94,7 @@ fn models_view(state: &AppState) -> CmdResult<ModelsView> {
 }
 
 /// Every model of the manifest, with its state and size on disk.
-#[tauri::command]
+#[tauri::command(async)]
 #[specta::specta]
 pub fn list_models(state: State<'_, AppState>) -> CmdResult<ModelsView> {
     models_view(&state)
@@ -117,7 +117,7 @@ pub async fn fetch_model(app: AppHandle, state: State<'_, AppState>, id: String)
 
 /// Deletes a downloaded model to free the disk; refused for a model the current settings
 /// use (choose another first) and while it is being downloaded.
-#[tauri::command]
+#[tauri::command(async)]
 #[specta::specta]
 pub fn delete_model(state: State<'_, AppState>, id: String) -> CmdResult<ModelsView> {
     let manifest = Manifest::load()?;

@@ -13,7 +13,7 @@ use tauri_plugin_dialog::DialogExt;
 use crate::error::{CmdResult, CommandError};
 use crate::state::AppState;
 
-#[tauri::command]
+#[tauri::command(async)]
 #[specta::specta]
 pub fn list_sessions(state: State<'_, AppState>) -> CmdResult<Vec<SessionInfo>> {
     Ok(state.store()?.list_sessions()?)

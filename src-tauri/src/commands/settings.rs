@@ -286,7 +286,7 @@ pub async fn set_shortcut(app: AppHandle, state: State<'_, AppState>, accelerato
     Ok(snapshot(&state).await)
 }
 
-#[tauri::command]
+#[tauri::command(async)]
 #[specta::specta]
 pub fn key_status(state: State<'_, AppState>) -> CmdResult<Vec<KeyStatus>> {
     Ok(key_statuses(&state, &state.settings()))

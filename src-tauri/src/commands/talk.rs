@@ -51,7 +51,7 @@ pub fn ptt_toggle(state: State<'_, AppState>) -> CmdResult<()> {
 }
 
 /// Asks for a fresh history panel.
-#[tauri::command]
+#[tauri::command(async)]
 #[specta::specta]
 pub fn refresh(state: State<'_, AppState>) -> CmdResult<()> {
     handle(&state)?
@@ -100,7 +100,7 @@ pub async fn set_summary(state: State<'_, AppState>, text: String) -> CmdResult<
 
 /// Practice (the introduction's "hold the shortcut and say hello"): utterances are
 /// transcribed and shown, not answered or recorded.
-#[tauri::command]
+#[tauri::command(async)]
 #[specta::specta]
 pub fn practice(state: State<'_, AppState>, on: bool) -> CmdResult<()> {
     handle(&state)?
