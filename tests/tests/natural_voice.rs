@@ -136,3 +136,20 @@ fn voice_files_stub() -> KokoroFiles {
         runtime: "r".into(),
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs scripts/test.sh (models, virtual audio, display, keyring)"]
+async fn the_natural_voice_is_freed_after_its_idle_time_and_loads_again_on_use() {
+    let voice = NaturalVoice::new(files(), None).unwrap();
+    assert!(!voice.is_loaded(), "nothing loads until asked");
+    voice.set_unload_after(Some(std::time::Duration::from_millis(800)));
+    let (audio, _) = speak(&voice, "Hello.").await;
+    assert!(!audio.is_empty() && voice.is_loaded());
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert!(!voice.is_loaded(), "freed after 800 ms unused");
+    let (again, _) = speak(&voice, "Hello.").await;
+    assert_eq!(again.len(), audio.len(), "the same speech after loading again");
+    voice.set_unload_after(None);
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert!(voice.is_loaded(), "kept while the voice lives");
+}

@@ -522,6 +522,7 @@ impl Profile {
                     }
                 }
                 let v = NaturalVoice::new(files, Some(&id))?;
+                v.set_unload_after(self.unload_after());
                 v.warm_up();
                 Arc::new(v)
             }

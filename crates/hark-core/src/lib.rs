@@ -9,6 +9,8 @@
 //! - `conversation`: the record, the context window over it, and the history rules.
 //! - `error`: the one error taxonomy ([`error::ErrorKind`]) with each kind's next step, and
 //!   the redaction of key-shaped text.
+//! - `idle`: a model kept loaded while used and freed after a while unused (whisper, the
+//!   natural voice).
 //! - `language`: the conversation language and what each part does with it (speech-to-text
 //!   requests, the system text, the OS voice).
 //! - `local`: the offline language model, `hark-llm`, started as a child process.
@@ -27,12 +29,14 @@
 //! - `stt`: speech-to-text (Deepgram live and prerecorded, OpenAI, offline whisper.cpp).
 //! - `testing`: in-process stand-ins (model, transcriber, voice) for tests and benchmarks.
 //! - `tools`: tools the model may call, and the built-in ones (time, memory, search).
-//! - `tts`: text-to-speech (Deepgram Aura-2, OpenAI, the operating system's voice).
+//! - `tts`: text-to-speech (Deepgram Aura-2, OpenAI, the natural offline voice (Kokoro),
+//!   the operating system's voice).
 
 pub mod assembly;
 pub mod audio;
 pub mod conversation;
 pub mod error;
+pub mod idle;
 pub mod language;
 pub mod local;
 pub mod models;

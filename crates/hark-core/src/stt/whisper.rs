@@ -5,7 +5,6 @@
 //! default, and short push-to-talk clips run 4-7× faster with a window that fits them.
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,6 +13,7 @@ use whisper_rs::{FullParams, SamplingStrategy, WhisperContext, WhisperContextPar
 
 use super::Transcriber;
 use crate::audio::resample::STT_RATE;
+use crate::idle::IdleSlot;
 use crate::provider::{ErrorKind, ProviderError};
 
 const PROVIDER: &str = "whisper";
@@ -30,13 +30,8 @@ pub struct WhisperStt {
 
 struct Inner {
     path: PathBuf,
-    /// The loaded model, when it is.
-    ctx: Mutex<Option<Arc<WhisperContext>>>,
-    /// How long an unused model stays loaded; `None`: until the engine is dropped.
-    unload_after: Mutex<Option<Duration>>,
-    /// Each use (and each change of `unload_after`) tells the unloader, which restarts its
-    /// wait; dropping the engine drops this sender, which ends the unloader.
-    touched: Mutex<mpsc::Sender<()>>,
+    /// The loaded model, when it is, freed after `unload_after` unused.
+    ctx: IdleSlot<WhisperContext>,
     threads: i32,
     /// The conversation language (ISO 639-1); `None`: detected (multilingual models) or
     /// English (English-only models such as tiny.en).
@@ -77,57 +72,20 @@ impl WhisperStt {
         let threads = std::thread::available_parallelism()
             .map(|n| n.get().min(4) as i32)
             .unwrap_or(2);
-        let (touched, rx) = mpsc::channel();
+        let ctx = IdleSlot::new("whisper", Some(UNLOAD_AFTER))
+            .map_err(|e| ProviderError::new(PROVIDER, ErrorKind::LocalEngine, e.to_string()))?;
         let inner = Arc::new(Inner {
             path: model.to_path_buf(),
-            ctx: Mutex::new(None),
-            unload_after: Mutex::new(Some(UNLOAD_AFTER)),
-            touched: Mutex::new(touched),
+            ctx,
             threads,
             language: Mutex::new(None),
         });
-        // The unloader sleeps until the model has gone unused for `unload_after` (a
-        // timed wait on the channel, restarted by each use: no polling), and holds only a
-        // weak reference, so it ends with the engine.
-        let weak = Arc::downgrade(&inner);
-        std::thread::Builder::new()
-            .name("hark-whisper-unload".into())
-            .spawn(move || loop {
-                let Some(wait) = weak.upgrade().map(|i| *lock(&i.unload_after)) else {
-                    return;
-                };
-                let outcome = match wait {
-                    Some(wait) => rx.recv_timeout(wait),
-                    None => rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
-                };
-                match outcome {
-                    Ok(()) => {}
-                    Err(mpsc::RecvTimeoutError::Disconnected) => return,
-                    Err(mpsc::RecvTimeoutError::Timeout) => {
-                        if let Some(inner) = weak.upgrade() {
-                            let mut ctx = lock(&inner.ctx);
-                            // A transcription holds its own reference: in use is not idle
-                            // (its end touches the channel and the wait starts over).
-                            if ctx.as_ref().is_some_and(|c| Arc::strong_count(c) == 1) {
-                                *ctx = None;
-                                tracing::debug!("whisper model unloaded after {wait:?} unused");
-                            }
-                        }
-                        // Unloaded (or in use): nothing to time until the next touch.
-                        if rx.recv().is_err() {
-                            return;
-                        }
-                    }
-                }
-            })
-            .map_err(|e| ProviderError::new(PROVIDER, ErrorKind::LocalEngine, e.to_string()))?;
         Ok(Self { inner })
     }
 
     /// How long the model stays loaded without use; `None` keeps it while the engine lives.
     pub fn set_unload_after(&self, after: Option<Duration>) {
-        *lock(&self.inner.unload_after) = after;
-        self.touch();
+        self.inner.ctx.set_unload_after(after);
     }
 
     /// The spoken language (ISO 639-1); `None`: detect it. An English-only model (the
@@ -136,29 +94,18 @@ impl WhisperStt {
         *lock(&self.inner.language) = code;
     }
 
-    fn touch(&self) {
-        let _ = lock(&self.inner.touched).send(());
-    }
-
-    /// The loaded model, loading it if needed.
+    /// The loaded model, loading it if needed (blocking; no await inside).
     fn context(&self) -> Result<Arc<WhisperContext>, ProviderError> {
-        // std Mutex: held while loading so two callers never load twice; no await inside.
-        let mut slot = lock(&self.inner.ctx);
-        self.touch();
-        if let Some(ctx) = slot.as_ref() {
-            return Ok(ctx.clone());
-        }
-        let path = self.inner.path.to_string_lossy().to_string();
-        let ctx = WhisperContext::new_with_params(&path, WhisperContextParameters::default())
-            .map_err(|e| model_error(&self.inner.path, format!("cannot be loaded ({e})")))?;
-        let ctx = Arc::new(ctx);
-        *slot = Some(ctx.clone());
-        Ok(ctx)
+        self.inner.ctx.get_or_try_load(|| {
+            let path = self.inner.path.to_string_lossy().to_string();
+            WhisperContext::new_with_params(&path, WhisperContextParameters::default())
+                .map_err(|e| model_error(&self.inner.path, format!("cannot be loaded ({e})")))
+        })
     }
 
     /// Whether the weights are in memory now.
     pub fn is_loaded(&self) -> bool {
-        lock(&self.inner.ctx).is_some()
+        self.inner.ctx.is_loaded()
     }
 }
 
@@ -233,7 +180,7 @@ impl Transcriber for WhisperStt {
             p.set_print_special(false);
             p.set_print_timestamps(false);
             let done = state.full(p, &audio).map_err(err);
-            this.touch(); // idle time counts from the end of a use, not its start
+            this.inner.ctx.touch(); // idle time counts from the end of a use, not its start
             done?;
             let text: Vec<String> = state.as_iter().map(|s| s.to_string()).collect();
             Ok(clean(&text.concat()))

@@ -24,6 +24,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 
 use super::{AudioChunk, Synthesizer};
+use crate::idle::IdleSlot;
 use crate::language::Language;
 use crate::provider::{ErrorKind, ProviderError};
 
@@ -648,14 +649,16 @@ impl Kokoro {
     }
 }
 
-/// The natural voice as a [`Synthesizer`]. The model loads in the background as soon as the
-/// voice is made (so a first turn does not wait for it), or at first use.
+/// The natural voice as a [`Synthesizer`]. The model loads in the background when asked
+/// ([`NaturalVoice::warm_up`], at a session's start, so a first turn does not wait for it) or
+/// at first use, and is freed after [`NaturalVoice::set_unload_after`] unused (by default it
+/// stays while the voice lives).
 pub struct NaturalVoice {
     files: KokoroFiles,
     voice: &'static VoiceInfo,
     speed: f32,
     threads: usize,
-    engine: Arc<Mutex<Option<Arc<Kokoro>>>>,
+    engine: IdleSlot<Kokoro>,
 }
 
 impl NaturalVoice {
@@ -676,8 +679,18 @@ impl NaturalVoice {
             voice,
             speed: 1.0,
             threads: thread_budget(),
-            engine: Arc::new(Mutex::new(None)),
+            engine: IdleSlot::new("voice", None).map_err(|e| err(ErrorKind::LocalEngine, e.to_string()))?,
         })
+    }
+
+    /// How long the model stays loaded without use; `None` keeps it while the voice lives.
+    pub fn set_unload_after(&self, after: Option<std::time::Duration>) {
+        self.engine.set_unload_after(after);
+    }
+
+    /// Whether the model is in memory now.
+    pub fn is_loaded(&self) -> bool {
+        self.engine.is_loaded()
     }
 
     /// The voice speaking.
@@ -713,6 +726,8 @@ impl NaturalVoice {
             for piece in chunk_phonemes(&phonemes) {
                 audio.extend(kokoro.render(&piece, voice, speed)?);
             }
+            drop(kokoro);
+            engine.touch(); // idle time counts from the end of a use
             Ok(audio)
         })
         .await
@@ -720,20 +735,13 @@ impl NaturalVoice {
     }
 }
 
-fn get_or_load(
-    engine: &Mutex<Option<Arc<Kokoro>>>,
-    files: &KokoroFiles,
-    threads: usize,
-) -> Result<Arc<Kokoro>, ProviderError> {
-    let mut slot = lock(engine);
-    if let Some(k) = slot.as_ref() {
-        return Ok(k.clone());
-    }
-    let started = std::time::Instant::now();
-    let k = Arc::new(Kokoro::load(files, threads)?);
-    tracing::info!("natural voice loaded in {:?} ({threads} thread(s))", started.elapsed());
-    *slot = Some(k.clone());
-    Ok(k)
+fn get_or_load(engine: &IdleSlot<Kokoro>, files: &KokoroFiles, threads: usize) -> Result<Arc<Kokoro>, ProviderError> {
+    engine.get_or_try_load(|| {
+        let started = std::time::Instant::now();
+        let k = Kokoro::load(files, threads)?;
+        tracing::info!("natural voice loaded in {:?} ({threads} thread(s))", started.elapsed());
+        Ok(k)
+    })
 }
 
 #[async_trait]
