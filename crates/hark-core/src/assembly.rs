@@ -491,6 +491,14 @@ impl Profile {
                     );
                     return Ok(system(None));
                 }
+                // Its phonemes come from espeak-ng (installed with Hark on Linux; on macOS
+                // and Windows only if the user installed it).
+                if !crate::tts::espeak_ng_available() {
+                    tracing::warn!(
+                        "the natural voice needs espeak-ng, which is not installed: speaking with the OS voice"
+                    );
+                    return Ok(system(None));
+                }
                 // A named voice, else the natural voice of the conversation language; a
                 // language Kokoro does not speak gets the OS voice, which speaks them all.
                 let id = match (&voice, natural::voice_for(lang)) {

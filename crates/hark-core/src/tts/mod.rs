@@ -36,6 +36,45 @@ pub trait Synthesizer: Send + Sync {
     async fn synthesize(&self, text: &str, out: &mpsc::UnboundedSender<AudioChunk>) -> Result<(), ProviderError>;
 }
 
+/// Runs espeak-ng with `args`, `input` on its stdin (never on the command line: no quoting
+/// issues), and returns its stdout; errors name the provider that ran it.
+pub(crate) async fn espeak_ng(provider: &'static str, args: &[&str], input: &[u8]) -> Result<Vec<u8>, ProviderError> {
+    use tokio::io::AsyncWriteExt;
+    let err = |m: String| ProviderError::new(provider, crate::provider::ErrorKind::LocalEngine, m);
+    let mut child = crate::process::command("espeak-ng")
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| {
+            err(format!(
+                "cannot run espeak-ng ({e}): install the espeak-ng package or choose another voice"
+            ))
+        })?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(input).await.map_err(|e| err(e.to_string()))?;
+    }
+    let out = child.wait_with_output().await.map_err(|e| err(e.to_string()))?;
+    if !out.status.success() {
+        return Err(err(format!(
+            "espeak-ng failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(out.stdout)
+}
+
+/// Whether espeak-ng can be run here (the natural voice needs it for its phonemes).
+pub fn espeak_ng_available() -> bool {
+    std::process::Command::new("espeak-ng")
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
 /// Which voice to speak with (as in settings and on the command line).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]

@@ -16,11 +16,9 @@
 //! On a small machine it runs on one thread so the local chat model keeps the other core.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 
 use super::{AudioChunk, Synthesizer};
@@ -391,39 +389,12 @@ fn english_fixups(ipa: &str, american: bool) -> String {
 
 /// Runs espeak-ng over word runs, one run per line; returns one IPA string per run.
 async fn espeak_ipa(runs: &[&str], voice: &str) -> Result<Vec<String>, ProviderError> {
-    let mut child = crate::process::command("espeak-ng")
-        .args(["-q", "-b", "1", "--ipa", "-v", voice])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| {
-            err(
-                ErrorKind::LocalEngine,
-                format!("cannot run espeak-ng for the natural voice's phonemes ({e}): install the espeak-ng package"),
-            )
-        })?;
     let input: String = runs
         .iter()
         .map(|r| format!("{}\n", r.replace(['\n', '\r'], " ")))
         .collect();
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all(input.as_bytes())
-            .await
-            .map_err(|e| err(ErrorKind::LocalEngine, e.to_string()))?;
-    }
-    let out = child
-        .wait_with_output()
-        .await
-        .map_err(|e| err(ErrorKind::LocalEngine, e.to_string()))?;
-    if !out.status.success() {
-        return Err(err(
-            ErrorKind::LocalEngine,
-            format!("espeak-ng failed: {}", String::from_utf8_lossy(&out.stderr).trim()),
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout)
+    let out = super::espeak_ng(PROVIDER, &["-q", "-b", "1", "--ipa", "-v", voice], input.as_bytes()).await?;
+    Ok(String::from_utf8_lossy(&out)
         .lines()
         .map(|l| l.trim().to_string())
         .filter(|l| !l.is_empty())

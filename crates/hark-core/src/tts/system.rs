@@ -4,9 +4,11 @@
 //! macOS: `say -o FILE --data-format=LEI16@22050`. Windows: System.Speech through PowerShell.
 //! Rendering instead of speaking directly lets Hark queue, flush and track it like any voice.
 
+#[cfg(target_os = "windows")]
 use std::process::Stdio;
 
 use async_trait::async_trait;
+#[cfg(target_os = "windows")]
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 
@@ -119,43 +121,15 @@ impl SystemVoice {
         }
         #[cfg(not(any(target_os = "macos", target_os = "windows")))]
         {
-            let mut cmd = crate::process::command("espeak-ng");
-            cmd.arg("--stdout");
+            let mut args = vec!["--stdout".to_string()];
             if let Some(v) = self.voice.as_deref().or(self.language.map(|l| l.espeak)) {
-                cmd.arg("-v").arg(v);
+                args.extend(["-v".to_string(), v.to_string()]);
             }
             if let Some(r) = self.rate_wpm {
-                cmd.arg("-s").arg(r.to_string());
+                args.extend(["-s".to_string(), r.to_string()]);
             }
-            // The text goes through stdin, never the command line (no quoting issues).
-            let mut child = cmd
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .map_err(|e| {
-                    err(
-                        ErrorKind::LocalEngine,
-                        format!("cannot run espeak-ng ({e}): install the espeak-ng package or choose another voice"),
-                    )
-                })?;
-            if let Some(mut stdin) = child.stdin.take() {
-                stdin
-                    .write_all(text.as_bytes())
-                    .await
-                    .map_err(|e| err(ErrorKind::LocalEngine, e.to_string()))?;
-            }
-            let out = child
-                .wait_with_output()
-                .await
-                .map_err(|e| err(ErrorKind::LocalEngine, e.to_string()))?;
-            if !out.status.success() {
-                return Err(err(
-                    ErrorKind::LocalEngine,
-                    format!("espeak-ng failed: {}", String::from_utf8_lossy(&out.stderr).trim()),
-                ));
-            }
-            Ok(out.stdout)
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            super::espeak_ng(PROVIDER, &args, text.as_bytes()).await
         }
     }
 }
