@@ -292,6 +292,9 @@ async fn the_desktop_app_end_to_end() {
     app.open_settings().await;
     app.choose("select[name=tts]", "Natural voice").await;
     app.choose("select[name=natural_voice]", "Michael").await;
+    app.js("document.querySelector('#preview-voice').scrollIntoView({block: 'center'}); return true")
+        .await;
+    app.screenshot("settings-natural-voice.png").await;
     let preview = record(&dir.path().join("preview.wav"));
     app.click_js("#preview-voice").await;
     app.wait(
