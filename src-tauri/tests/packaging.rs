@@ -112,6 +112,12 @@ fn macos_asks_for_the_microphone_and_may_use_it_under_the_hardened_runtime() {
             .and_then(|v| v.as_boolean()),
         Some(true)
     );
+    assert_eq!(
+        ent.get("com.apple.security.cs.disable-library-validation")
+            .and_then(|v| v.as_boolean()),
+        Some(true),
+        "the natural voice loads ONNX Runtime's library, signed by another developer"
+    );
     let targets: Vec<&str> = c["bundle"]["targets"]
         .as_array()
         .unwrap()
