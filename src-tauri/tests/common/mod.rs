@@ -40,7 +40,58 @@ impl Drop for Driver {
     fn drop(&mut self) {
         let _ = Command::new("kill").arg("-TERM").arg(self.0.id().to_string()).status();
         let _ = self.0.wait();
+        stop_test_apps(Duration::from_secs(5));
     }
+}
+
+/// Marks the apps the tests start (in their environment), so only those are ever stopped.
+const TEST_APP_MARK: &str = "HARK_STARTED_BY_TEST=1";
+
+/// The running (not zombie) `hark-app` processes a test started.
+fn test_apps() -> Vec<String> {
+    let out = Command::new("pgrep").args(["-x", "hark-app"]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|p| p.trim().to_string())
+        .filter(|pid| running(pid))
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == TEST_APP_MARK.as_bytes()))
+        })
+        .collect()
+}
+
+/// Waits up to `grace` for the apps the tests started to exit, then stops them. Closing
+/// the WebDriver session closes the window, and a closed window only hides Hark (it lives
+/// in the tray by design), so an app left behind is stopped here as a user would quit it.
+pub fn stop_test_apps(grace: Duration) {
+    let deadline = Instant::now() + grace;
+    while !test_apps().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for signal in ["-TERM", "-KILL"] {
+        let left = test_apps();
+        if left.is_empty() {
+            return;
+        }
+        let _ = Command::new("kill").arg(signal).args(&left).status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !test_apps().is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// Whether a process is there and not a zombie (state `Z` in /proc/PID/stat: exited, not
+/// reaped yet by its parent).
+fn running(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            stat.rsplit_once(')')
+                .map(|(_, rest)| !rest.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(false)
 }
 
 /// The app under test: the WebDriver client and its driver.
@@ -92,10 +143,22 @@ pub static ONE_APP: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 /// keychain service, and no API keys in the environment.
 pub async fn open_app(setup: &Setup) -> App {
     // The previous test's app is gone first (its driver was stopped, it may still be
-    // exiting): tests count processes and share the shortcut keys and the audio devices.
+    // exiting, or a failed test left it): tests count processes and share the shortcut
+    // keys and the audio devices.
+    stop_test_apps(Duration::from_secs(10));
     let deadline = Instant::now() + Duration::from_secs(15);
     while app_processes() > 0 {
-        assert!(Instant::now() < deadline, "an earlier hark-app did not exit");
+        assert!(
+            Instant::now() < deadline,
+            "an earlier hark-app did not exit: {}",
+            String::from_utf8_lossy(
+                &Command::new("ps")
+                    .args(["-o", "pid,ppid,stat,etime,args", "-C", "hark-app"])
+                    .output()
+                    .unwrap()
+                    .stdout
+            )
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     // No key held down by an earlier test that failed mid-press.
@@ -109,6 +172,10 @@ pub async fn open_app(setup: &Setup) -> App {
         .env("HARK_DB", &setup.db)
         .env("HARK_LOG_DIR", &setup.logs)
         .env("HARK_KEYCHAIN_SERVICE", &setup.service)
+        .env(
+            TEST_APP_MARK.split('=').next().unwrap(),
+            TEST_APP_MARK.split('=').nth(1).unwrap(),
+        )
         .env_remove("ANTHROPIC_API_KEY")
         .env_remove("OPENAI_API_KEY")
         .env_remove("DEEPGRAM_API_KEY")
@@ -326,10 +393,14 @@ pub fn request_close(window: u32) {
     conn.flush().unwrap();
 }
 
-/// How many `hark-app` processes run.
+/// How many `hark-app` processes run. An exited one that its parent has not reaped yet (a
+/// zombie) is not running and does not count.
 pub fn app_processes() -> usize {
     let out = Command::new("pgrep").args(["-x", "hark-app"]).output().unwrap();
-    String::from_utf8_lossy(&out.stdout).lines().count()
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|pid| running(pid.trim()))
+        .count()
 }
 
 /// Runs `hark-app ARGS` as a second launch (with the first one's environment); returns
