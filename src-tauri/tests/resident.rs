@@ -309,3 +309,34 @@ async fn themes_keyboard_and_accessibility() {
     assert!(dark_main.is_empty(), "main window, dark: {dark_main:?}");
     app.close().await;
 }
+
+/// The cue detector the test above relies on: a 90 ms cue (resampled to 16 kHz as the
+/// recording is) measures near 1 wherever it falls, the other cue's pitch and speech-like
+/// noise near 0.
+#[test]
+fn a_cue_is_found_wherever_it_falls_in_the_recording() {
+    use hark_core::audio::cue;
+    let at_16k = |samples: Vec<f32>| -> Vec<f32> {
+        let mut r = hark_core::audio::resample::ToMono16k::new(cue::RATE, 1).unwrap();
+        let mut out = Vec::new();
+        r.push(&samples, &mut out);
+        r.finish(&mut out);
+        out
+    };
+    for offset_ms in [0, 13, 27, 41, 55, 69, 83, 97] {
+        let mut rec = vec![0.0; 16 * offset_ms];
+        rec.extend(at_16k(cue::start()));
+        rec.extend(vec![0.0; 4000]);
+        let start = tone_share(&rec, cue::START_HZ);
+        assert!(start > 0.8, "start cue at {offset_ms} ms: {start:.2}");
+        assert!(tone_share(&rec, cue::STOP_HZ) < 0.2, "not the stop cue");
+    }
+    let mut seed = 7u32;
+    let noise: Vec<f32> = (0..16_000)
+        .map(|_| {
+            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (seed >> 8) as f32 / (1u32 << 24) as f32 * 0.2 - 0.1
+        })
+        .collect();
+    assert!(tone_share(&noise, cue::START_HZ) < 0.2);
+}
