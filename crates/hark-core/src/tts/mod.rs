@@ -31,6 +31,13 @@ pub trait Synthesizer: Send + Sync {
     /// Engine name ("deepgram", "openai", "natural", "system").
     fn name(&self) -> &'static str;
 
+    /// How far ahead of playback (ms of queued audio) the voice turn may synthesise the next
+    /// piece. About a second by default: a cloud voice renders faster than speech and bills
+    /// what a barge-in throws away.
+    fn lookahead_ms(&self) -> u64 {
+        1_000
+    }
+
     /// Speaks one sentence; audio arrives on `out` as it is produced. Cancel by dropping
     /// the future.
     async fn synthesize(&self, text: &str, out: &mpsc::UnboundedSender<AudioChunk>) -> Result<(), ProviderError>;

@@ -721,6 +721,13 @@ impl Synthesizer for NaturalVoice {
         PROVIDER
     }
 
+    /// No limit: on a small machine Kokoro renders at about real time with a fixed cost per
+    /// piece, so waiting until only a second is queued would leave a gap before each
+    /// sentence; it costs nothing but local compute, and a barge-in flushes what was queued.
+    fn lookahead_ms(&self) -> u64 {
+        u64::MAX
+    }
+
     async fn synthesize(&self, text: &str, out: &mpsc::UnboundedSender<AudioChunk>) -> Result<(), ProviderError> {
         let samples = self.render(text).await?;
         // 100 ms pieces, so playback starts and can be flushed like a stream.

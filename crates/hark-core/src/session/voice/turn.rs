@@ -52,9 +52,6 @@ pub async fn transcribe(stt: &dyn Transcriber, samples: &[f32]) -> Result<String
     Ok(stt.transcribe(samples).await?.trim().to_string())
 }
 
-/// How much unplayed audio the synthesiser may queue before it waits.
-const LOOKAHEAD_MS: u64 = 1_000;
-
 /// Timestamps the speaking task shares with the turn.
 #[derive(Default)]
 struct Timing {
@@ -71,16 +68,17 @@ async fn speak(
     events: mpsc::UnboundedSender<VoiceEvent>,
 ) -> Result<(), ProviderError> {
     let mut started = false;
+    let lookahead = tts.lookahead_ms();
     while let Some(sentence) = sentences.recv().await {
-        // Stay about a second ahead of playback, no more: synthesis is faster than speech,
-        // and audio synthesised past a barge-in is paid for and never heard. The wait is
-        // computed from what is queued, not polled.
+        // Stay the voice's lookahead ahead of playback, no more (a second for a cloud voice:
+        // synthesis is faster than speech, and audio synthesised past a barge-in is paid for
+        // and never heard). The wait is computed from what is queued, not polled.
         loop {
             let queued = out.queued_ms();
-            if queued <= LOOKAHEAD_MS {
+            if queued <= lookahead {
                 break;
             }
-            tokio::time::sleep(Duration::from_millis(queued - LOOKAHEAD_MS)).await;
+            tokio::time::sleep(Duration::from_millis(queued - lookahead)).await;
         }
         let idx = out.begin_sentence(&sentence);
         let (tx, mut rx) = mpsc::unbounded_channel::<AudioChunk>();
@@ -376,4 +374,90 @@ async fn answer_unguarded(
         pipeline,
     };
     respond(chat, voice, &u, barge_in, events).await.map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audio::playback::Tracker;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    /// An output that never plays: once anything is queued, five seconds stay queued.
+    #[derive(Default)]
+    struct Backlog {
+        tracker: Tracker,
+        pushed: AtomicBool,
+    }
+
+    impl AudioOut for Backlog {
+        fn tracker(&self) -> &Tracker {
+            &self.tracker
+        }
+        fn start_reply(&self) {}
+        fn push(&self, _sentence: usize, _samples: Vec<f32>, _rate: u32) {
+            self.pushed.store(true, Ordering::SeqCst);
+        }
+        fn flush(&self) -> Heard {
+            self.tracker.heard()
+        }
+        fn is_idle(&self) -> bool {
+            false
+        }
+        fn queued_ms(&self) -> u64 {
+            if self.pushed.load(Ordering::SeqCst) {
+                5_000
+            } else {
+                0
+            }
+        }
+    }
+
+    struct Counting {
+        lookahead: Option<u64>,
+        calls: AtomicUsize,
+    }
+
+    #[async_trait::async_trait]
+    impl Synthesizer for Counting {
+        fn name(&self) -> &'static str {
+            "counting"
+        }
+        fn lookahead_ms(&self) -> u64 {
+            self.lookahead.unwrap_or(1_000)
+        }
+        async fn synthesize(&self, _text: &str, out: &mpsc::UnboundedSender<AudioChunk>) -> Result<(), ProviderError> {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            let _ = out.send(AudioChunk {
+                samples: vec![0.0; 160],
+                rate: 16_000,
+            });
+            Ok(())
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn each_voice_synthesises_as_far_ahead_as_it_asks() {
+        // (the voice's lookahead, sentences synthesised while five seconds stay queued)
+        for (lookahead, expected) in [(None, 1), (Some(u64::MAX), 3)] {
+            let tts = Arc::new(Counting {
+                lookahead,
+                calls: AtomicUsize::new(0),
+            });
+            let (tx, rx) = mpsc::unbounded_channel();
+            for s in ["One.", "Two.", "Three."] {
+                tx.send(s.to_string()).unwrap();
+            }
+            let (events, _keep) = mpsc::unbounded_channel();
+            let task = tokio::spawn(speak(
+                tts.clone(),
+                Arc::new(Backlog::default()),
+                rx,
+                Arc::new(Mutex::new(Timing::default())),
+                events,
+            ));
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            assert_eq!(tts.calls.load(Ordering::SeqCst), expected, "lookahead {lookahead:?}");
+            task.abort();
+        }
+    }
 }
