@@ -512,8 +512,6 @@ impl Profile {
                         return Ok(system(None));
                     }
                 };
-                let manifest =
-                    Manifest::load().map_err(|e| ProviderError::new("natural", ErrorKind::Settings, e.to_string()))?;
                 let files = self
                     .natural_files(&manifest, &ModelStore::default_dir())
                     .map_err(|e| ProviderError::new("natural", ErrorKind::LocalEngine, e.to_string()))?;

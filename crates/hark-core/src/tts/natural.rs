@@ -766,6 +766,24 @@ mod tests {
         assert_eq!(split_punctuation("..."), vec![Piece::Kept("...")]);
     }
 
+    proptest::proptest! {
+        /// Any text splits without a panic into pieces that join back into it, and any
+        /// phoneme string cuts into pieces within the model's limit.
+        #[test]
+        fn any_text_splits_into_pieces_that_join_back(text in "\\PC{0,200}") {
+            let joined: String = split_punctuation(&text)
+                .iter()
+                .map(|p| match p { Piece::Words(w) | Piece::Kept(w) => *w })
+                .collect();
+            proptest::prop_assert_eq!(joined, text.clone());
+            let long = text.repeat(4);
+            for c in chunk_phonemes(&long) {
+                proptest::prop_assert!(c.chars().count() <= MAX_TOKENS);
+            }
+            let _ = tokenize(&english_fixups(&text, true));
+        }
+    }
+
     #[test]
     fn english_fixups_follow_kokoro_js() {
         assert_eq!(english_fixups("kəkˈoːɹoʊ", true), "kˈoʊkəɹoʊ");
