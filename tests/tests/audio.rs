@@ -157,13 +157,16 @@ async fn a_spoken_conversation_on_virtual_audio_devices_with_barge_in() {
     .await
     .unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
+    // The recorder starts before the release: the reply may reach the speaker within
+    // moments of the transcript (a clean-clone run heard only "…name is Sam" when the
+    // recorder started after it).
+    let rec_path = dir.path().join("reply.wav");
+    let rec = record(&rec_path);
     cmd.key(Key::Release).unwrap();
     wait_for(&mut rx, "transcript 2", |e| {
         matches!(e, VoiceEvent::TranscriptFinal { .. })
     })
     .await;
-    let rec_path = dir.path().join("reply.wav");
-    let rec = record(&rec_path);
     let VoiceEvent::TurnFinished { reply, metrics } =
         wait_for(&mut rx, "reply 2", |e| matches!(e, VoiceEvent::TurnFinished { .. })).await
     else {
