@@ -16,17 +16,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Hands memory that was freed back to the system. glibc keeps freed blocks in its heap
-/// for reuse, so a process that freed a model's few hundred megabytes would go on showing
-/// them as resident; `malloc_trim` returns what it can. Elsewhere the allocator does it.
-fn return_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only walks glibc's own heap; it takes no pointers of ours.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
 /// A value loaded on demand and dropped after `unload_after` without use. Clones share it.
 pub struct IdleSlot<T> {
     inner: Arc<Inner<T>>,
@@ -82,8 +71,6 @@ impl<T: Send + Sync + 'static> IdleSlot<T> {
                             // touches the channel and the wait starts over).
                             if value.as_ref().is_some_and(|v| Arc::strong_count(v) == 1) {
                                 *value = None;
-                                drop(value);
-                                return_freed_memory();
                                 tracing::debug!("{name} unloaded after {wait:?} unused");
                             }
                         }
