@@ -165,41 +165,56 @@ pub async fn open_app(setup: &Setup) -> App {
     let _ = Command::new("xdotool")
         .args(["keyup", "ctrl", "alt", "shift", "super", "space"])
         .status();
-    let port = free_port();
-    let mut cmd = Command::new("tauri-driver");
-    cmd.args(["--port", &port.to_string(), "--native-port", &free_port().to_string()])
-        .env("HARK_CONFIG_DIR", &setup.config)
-        .env("HARK_DB", &setup.db)
-        .env("HARK_LOG_DIR", &setup.logs)
-        .env("HARK_KEYCHAIN_SERVICE", &setup.service)
-        .env(
-            TEST_APP_MARK.split('=').next().unwrap(),
-            TEST_APP_MARK.split('=').nth(1).unwrap(),
-        )
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("DEEPGRAM_API_KEY")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    for (k, v) in &setup.env {
-        cmd.env(k, v);
-    }
-    let driver = Driver(cmd.spawn().expect("tauri-driver"));
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "tauri-driver did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let mut caps = serde_json::Map::new();
-    caps.insert(
-        "tauri:options".into(),
-        json!({ "application": env!("CARGO_BIN_EXE_hark-app") }),
-    );
-    let c = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
-        .capabilities(caps)
-        .connect(&format!("http://127.0.0.1:{port}"))
-        .await
-        .expect("a WebDriver session with the app");
+    // tauri-driver and WebKitWebDriver each listen on a port picked free just before; one
+    // picked by another process meanwhile (or a native port still held by the previous
+    // test's driver) ends the session request early (a clean-clone run saw
+    // `IncompleteMessage`), so the start is tried again with new ports, at most three times.
+    let mut attempt = 0;
+    let (c, driver) = loop {
+        attempt += 1;
+        let port = free_port();
+        let mut cmd = Command::new("tauri-driver");
+        cmd.args(["--port", &port.to_string(), "--native-port", &free_port().to_string()])
+            .env("HARK_CONFIG_DIR", &setup.config)
+            .env("HARK_DB", &setup.db)
+            .env("HARK_LOG_DIR", &setup.logs)
+            .env("HARK_KEYCHAIN_SERVICE", &setup.service)
+            .env(
+                TEST_APP_MARK.split('=').next().unwrap(),
+                TEST_APP_MARK.split('=').nth(1).unwrap(),
+            )
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("DEEPGRAM_API_KEY")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        for (k, v) in &setup.env {
+            cmd.env(k, v);
+        }
+        let driver = Driver(cmd.spawn().expect("tauri-driver"));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "tauri-driver did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let mut caps = serde_json::Map::new();
+        caps.insert(
+            "tauri:options".into(),
+            json!({ "application": env!("CARGO_BIN_EXE_hark-app") }),
+        );
+        match ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+            .capabilities(caps)
+            .connect(&format!("http://127.0.0.1:{port}"))
+            .await
+        {
+            Ok(c) => break (c, driver),
+            Err(e) if attempt < 3 => {
+                eprintln!("no WebDriver session on try {attempt} ({e}); starting the driver again");
+                drop(driver);
+            }
+            Err(e) => panic!("a WebDriver session with the app, after {attempt} tries: {e}"),
+        }
+    };
     let app = App {
         c,
         driver,
