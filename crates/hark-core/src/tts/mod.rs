@@ -43,6 +43,17 @@ pub trait Synthesizer: Send + Sync {
     async fn synthesize(&self, text: &str, out: &mpsc::UnboundedSender<AudioChunk>) -> Result<(), ProviderError>;
 }
 
+/// Hands rendered audio over in 100 ms pieces, so playback can start and be flushed as
+/// with a streamed voice (for the voices that render a whole piece at once).
+pub(crate) fn send_in_pieces(samples: &[f32], rate: u32, out: &mpsc::UnboundedSender<AudioChunk>) {
+    for piece in samples.chunks((rate / 10).max(1) as usize) {
+        let _ = out.send(AudioChunk {
+            samples: piece.to_vec(),
+            rate,
+        });
+    }
+}
+
 /// Runs espeak-ng with `args`, `input` on its stdin (never on the command line: no quoting
 /// issues), and returns its stdout; errors name the provider that ran it.
 pub(crate) async fn espeak_ng(provider: &'static str, args: &[&str], input: &[u8]) -> Result<Vec<u8>, ProviderError> {
@@ -74,7 +85,7 @@ pub(crate) async fn espeak_ng(provider: &'static str, args: &[&str], input: &[u8
 
 /// Whether espeak-ng can be run here (the natural voice needs it for its phonemes).
 pub fn espeak_ng_available() -> bool {
-    std::process::Command::new("espeak-ng")
+    crate::process::blocking_command("espeak-ng")
         .arg("--version")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())

@@ -730,13 +730,7 @@ impl Synthesizer for NaturalVoice {
 
     async fn synthesize(&self, text: &str, out: &mpsc::UnboundedSender<AudioChunk>) -> Result<(), ProviderError> {
         let samples = self.render(text).await?;
-        // 100 ms pieces, so playback starts and can be flushed like a stream.
-        for piece in samples.chunks((SAMPLE_RATE / 10) as usize) {
-            let _ = out.send(AudioChunk {
-                samples: piece.to_vec(),
-                rate: SAMPLE_RATE,
-            });
-        }
+        super::send_in_pieces(&samples, SAMPLE_RATE, out);
         Ok(())
     }
 }

@@ -150,13 +150,7 @@ impl Synthesizer for SystemVoice {
                     format!("the voice produced unreadable audio: {e}"),
                 )
             })?;
-        // Hand it over in 100 ms pieces so playback can start and be flushed like a stream.
-        for piece in samples.chunks((rate / 10).max(1) as usize) {
-            let _ = out.send(AudioChunk {
-                samples: piece.to_vec(),
-                rate,
-            });
-        }
+        super::send_in_pieces(&samples, rate, out);
         Ok(())
     }
 }
