@@ -60,16 +60,21 @@ pub struct ModelsView {
     pub disk_use: u64,
 }
 
+/// The ids of the models the current settings use.
+fn used_models(state: &AppState, manifest: &Manifest) -> CmdResult<Vec<String>> {
+    Ok(state
+        .settings()
+        .profile
+        .models_needed(&state.keychain, manifest)?
+        .into_iter()
+        .map(|m| m.id)
+        .collect())
+}
+
 fn models_view(state: &AppState) -> CmdResult<ModelsView> {
     let manifest = Manifest::load()?;
     let store = ModelStore::default_dir();
-    let used: Vec<String> = state
-        .settings()
-        .profile
-        .models_needed(&state.keychain, &manifest)?
-        .into_iter()
-        .map(|m| m.id)
-        .collect();
+    let used = used_models(state, &manifest)?;
     let models: Vec<ModelInfo> = manifest
         .models
         .iter()
@@ -122,7 +127,7 @@ pub async fn fetch_model(app: AppHandle, state: State<'_, AppState>, id: String)
 pub fn delete_model(state: State<'_, AppState>, id: String) -> CmdResult<ModelsView> {
     let manifest = Manifest::load()?;
     let spec = manifest.find(&id)?;
-    if models_view(&state)?.models.iter().any(|m| m.id == id && m.in_use) {
+    if used_models(&state, &manifest)?.contains(&id) {
         return Err(
             CommandError::new(ErrorKind::Settings, format!("{id} is what the current settings use"))
                 .with_next_step("choose another model (or a cloud provider) in Settings first, then delete it"),
