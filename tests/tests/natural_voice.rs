@@ -11,7 +11,7 @@ use hark_core::stt::whisper::WhisperStt;
 use hark_core::stt::Transcriber;
 use hark_core::tts::natural::{KokoroFiles, NaturalVoice, SAMPLE_RATE};
 use hark_core::tts::{AudioChunk, Synthesizer};
-use hark_e2e::{whisper_model, NEEDS_TEST_SH};
+use hark_e2e::whisper_model;
 use tokio::sync::mpsc;
 
 /// The natural voice's files, which `scripts/test.sh` fetches into `HARK_MODELS_DIR`.
@@ -67,7 +67,6 @@ fn words(s: &str) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs scripts/test.sh (models, virtual audio, display, keyring)"]
 async fn the_natural_voice_says_a_sentence_that_whisper_reads_back_word_for_word() {
-    let _ = NEEDS_TEST_SH;
     let voice = NaturalVoice::new(files(), Some("af_heart")).unwrap();
     let whisper = WhisperStt::load(&whisper_model()).unwrap();
     // Loading is not counted in the real-time factor below.
