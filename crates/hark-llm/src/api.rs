@@ -235,27 +235,45 @@ impl Completion<'_> {
     }
 
     /// The usage chunk (`stream_options.include_usage`): no choices.
-    pub fn usage_chunk(&self, prompt: u32, completion: u32) -> String {
+    pub fn usage_chunk(&self, usage: Usage) -> String {
         let v = json!({
             "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
-            "choices": [], "usage": usage(prompt, completion),
+            "choices": [], "usage": usage.body(),
         });
         format!("data: {v}\n\n")
     }
 
     /// The non-streamed `chat.completion` body.
-    pub fn body(&self, text: &str, finish_reason: &str, prompt: u32, completion: u32) -> Value {
+    pub fn body(&self, text: &str, finish_reason: &str, usage: Usage) -> Value {
         json!({
             "id": self.id, "object": "chat.completion", "created": self.created, "model": self.model,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text, "refusal": null},
                          "logprobs": null, "finish_reason": finish_reason}],
-            "usage": usage(prompt, completion),
+            "usage": usage.body(),
         })
     }
 }
 
-fn usage(prompt: u32, completion: u32) -> Value {
-    json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion})
+/// A generation's token counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Usage {
+    pub prompt_tokens: u32,
+    pub completion_tokens: u32,
+    /// Prompt tokens served from the KV cache (not evaluated again).
+    pub cached_tokens: u32,
+}
+
+impl Usage {
+    /// OpenAI's `usage` object, cached tokens under `prompt_tokens_details` as OpenAI (and
+    /// llama.cpp's server) report them.
+    fn body(self) -> Value {
+        json!({
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.prompt_tokens + self.completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": self.cached_tokens},
+        })
+    }
 }
 
 /// Turns token pieces (bytes) into text without splitting a UTF-8 character across deltas.
@@ -377,8 +395,14 @@ mod tests {
         let v: Value = serde_json::from_str(ev.trim_start_matches("data: ").trim()).unwrap();
         assert_eq!(v["choices"][0]["delta"]["content"], "Hi");
         assert_eq!(v["object"], "chat.completion.chunk");
-        let u: Value = serde_json::from_str(c.usage_chunk(3, 4).trim_start_matches("data: ").trim()).unwrap();
+        let usage = Usage {
+            prompt_tokens: 3,
+            completion_tokens: 4,
+            cached_tokens: 2,
+        };
+        let u: Value = serde_json::from_str(c.usage_chunk(usage).trim_start_matches("data: ").trim()).unwrap();
         assert_eq!(u["usage"]["total_tokens"], 7);
+        assert_eq!(u["usage"]["prompt_tokens_details"]["cached_tokens"], 2);
         assert_eq!(u["choices"], json!([]));
     }
 }

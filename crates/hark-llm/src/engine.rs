@@ -19,15 +19,14 @@ use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 use tokio::sync::mpsc;
 
-use crate::api::{ApiError, ChatRequest, Utf8Stream};
+use crate::api::{ApiError, ChatRequest, Usage, Utf8Stream};
 
 /// What a generation reports, in order: text pieces, then one `Done` or `Failed`.
 #[derive(Debug)]
 pub enum Event {
     Text(String),
     Done {
-        prompt_tokens: u32,
-        completion_tokens: u32,
+        usage: Usage,
         /// "stop" (end of turn) or "length" (max_tokens or the context is full).
         finish_reason: &'static str,
     },
@@ -190,6 +189,7 @@ impl Engine {
                     ctx,
                     template,
                     cached: Vec::new(),
+                    logits_at: None,
                     n_ctx,
                     abandoned: counter.clone(),
                 };
@@ -280,6 +280,10 @@ struct Worker<'m> {
     template: Option<LlamaChatTemplate>,
     /// The tokens whose keys and values are in the context's cache, in order.
     cached: Vec<LlamaToken>,
+    /// Where in the last decoded batch the context's logits predict the token after
+    /// `cached`, when they still do: a request whose prompt is exactly `cached` (one that a
+    /// prefill evaluated, issue 12) samples from them without evaluating anything.
+    logits_at: Option<i32>,
     n_ctx: u32,
     abandoned: Arc<AtomicU64>,
 }
@@ -291,6 +295,7 @@ impl Worker<'_> {
             // The cache may be half-written after a failure: start clean next time.
             self.ctx.clear_kv_cache();
             self.cached.clear();
+            self.logits_at = None;
             let _ = events.send(Event::Failed(e));
         }
     }
@@ -319,24 +324,39 @@ impl Worker<'_> {
             });
         }
 
-        // Reuse the cached prefix; evaluate at least the last prompt token for its logits.
-        let mut keep = self.cached.iter().zip(&tokens).take_while(|(a, b)| a == b).count();
-        keep = keep.min(tokens.len() - 1);
-        self.ctx
-            .clear_kv_cache_seq(Some(0), Some(keep as u32), None)
-            .map_err(|e| ApiError::server(format!("cannot trim the cache: {e}")))?;
-        self.cached.truncate(keep);
+        // Reuse the cached prefix. The whole prompt cached with its logits still there (a
+        // prefill asked for exactly this prompt): nothing to evaluate. Otherwise evaluate
+        // from the first new token, and at least the last one for its logits.
+        let common = self.cached.iter().zip(&tokens).take_while(|(a, b)| a == b).count();
         let mut batch = LlamaBatch::new(self.n_ctx as usize, 1);
-        let last = tokens.len() - 1;
-        for (i, t) in tokens.iter().enumerate().skip(keep) {
-            batch
-                .add(*t, i as i32, &[0], i == last)
-                .map_err(|e| ApiError::server(format!("batch: {e}")))?;
-        }
-        self.ctx
-            .decode(&mut batch)
-            .map_err(|e| ApiError::server(format!("evaluating the prompt failed: {e}")))?;
-        self.cached.extend_from_slice(&tokens[keep..]);
+        let cached_tokens;
+        let mut logits_at = match self.logits_at {
+            Some(at) if common == tokens.len() && common == self.cached.len() => {
+                cached_tokens = common;
+                at
+            }
+            _ => {
+                let keep = common.min(tokens.len() - 1);
+                self.logits_at = None;
+                self.ctx
+                    .clear_kv_cache_seq(Some(0), Some(keep as u32), None)
+                    .map_err(|e| ApiError::server(format!("cannot trim the cache: {e}")))?;
+                self.cached.truncate(keep);
+                let last = tokens.len() - 1;
+                for (i, t) in tokens.iter().enumerate().skip(keep) {
+                    batch
+                        .add(*t, i as i32, &[0], i == last)
+                        .map_err(|e| ApiError::server(format!("batch: {e}")))?;
+                }
+                self.ctx
+                    .decode(&mut batch)
+                    .map_err(|e| ApiError::server(format!("evaluating the prompt failed: {e}")))?;
+                self.cached.extend_from_slice(&tokens[keep..]);
+                cached_tokens = keep;
+                batch.n_tokens() - 1
+            }
+        };
+        self.logits_at = Some(logits_at);
 
         let mut sampler = if request.temperature <= 0.0 {
             LlamaSampler::greedy()
@@ -352,7 +372,6 @@ impl Worker<'_> {
         let mut n_gen = 0u32;
         let mut finish = "length";
         let mut pos = tokens.len() as i32;
-        let mut logits_at = batch.n_tokens() - 1;
         while n_gen < request.max_tokens && (pos as u32) < self.n_ctx {
             let tok = sampler.sample(&self.ctx, logits_at);
             sampler.accept(tok);
@@ -368,24 +387,35 @@ impl Worker<'_> {
                 self.abandoned.fetch_add(1, Ordering::Relaxed);
                 return Ok(());
             }
+            // The last token allowed is not evaluated: nothing would use its logits, and
+            // the cache (with the logits before it) stays exactly the prompt and the reply
+            // so far — what the next request of a prefill starts with.
+            if n_gen == request.max_tokens || (pos as u32) + 1 >= self.n_ctx {
+                break;
+            }
             batch.clear();
             batch
                 .add(tok, pos, &[0], true)
                 .map_err(|e| ApiError::server(format!("batch: {e}")))?;
+            self.logits_at = None;
             self.ctx
                 .decode(&mut batch)
                 .map_err(|e| ApiError::server(format!("generation failed: {e}")))?;
             self.cached.push(tok);
             pos += 1;
             logits_at = 0;
+            self.logits_at = Some(0);
         }
         let rest = utf8.finish();
         if !rest.is_empty() {
             let _ = events.send(Event::Text(rest));
         }
         let _ = events.send(Event::Done {
-            prompt_tokens: tokens.len() as u32,
-            completion_tokens: n_gen,
+            usage: Usage {
+                prompt_tokens: tokens.len() as u32,
+                completion_tokens: n_gen,
+                cached_tokens: cached_tokens as u32,
+            },
             finish_reason: finish,
         });
         Ok(())

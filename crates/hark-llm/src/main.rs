@@ -194,17 +194,13 @@ async fn chat(State(s): State<Arc<AppState>>, body: Body) -> Response {
         while let Some(ev) = events.recv().await {
             match ev {
                 Event::Text(t) => text.push_str(&t),
-                Event::Done {
-                    prompt_tokens,
-                    completion_tokens,
-                    finish_reason,
-                } => {
+                Event::Done { usage, finish_reason } => {
                     let c = Completion {
                         id: &id,
                         created,
                         model: &s.alias,
                     };
-                    return Json(c.body(&text, finish_reason, prompt_tokens, completion_tokens)).into_response();
+                    return Json(c.body(&text, finish_reason, usage)).into_response();
                 }
                 Event::Failed(e) => return error_response(&e),
             }
@@ -256,14 +252,10 @@ fn sse_body(
                         return;
                     }
                 }
-                Event::Done {
-                    prompt_tokens,
-                    completion_tokens,
-                    finish_reason,
-                } => {
+                Event::Done { usage, finish_reason } => {
                     send(c.chunk(json!({}), Some(finish_reason)));
                     if include_usage {
-                        send(c.usage_chunk(prompt_tokens, completion_tokens));
+                        send(c.usage_chunk(usage));
                     }
                     send("data: [DONE]\n\n".into());
                     return;

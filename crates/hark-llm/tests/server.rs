@@ -200,6 +200,70 @@ fn serves_the_openai_chat_completions_format_streamed_and_not() {
     assert!(chunks.last().unwrap()["usage"]["completion_tokens"].as_u64().unwrap() > 0);
 }
 
+/// Issue 12: a prefill (the same prompt, one token asked) leaves the whole prompt cached
+/// with its logits, so the request that follows evaluates nothing — and answers exactly as
+/// a request that evaluated everything itself.
+#[test]
+#[ignore = "needs the SmolLM2 model that scripts/test.sh fetches into HARK_MODELS_DIR"]
+fn a_prompt_prefilled_ahead_is_answered_from_the_cache_with_the_same_reply() {
+    let model = model();
+    let server = start(&model, 2048);
+    let ask = |msgs: &Value, max_tokens: u32| -> (String, Value) {
+        let (status, body) = request(
+            server.port,
+            "POST",
+            "/v1/chat/completions",
+            &chat(msgs.clone(), json!({"max_tokens": max_tokens})),
+        );
+        assert_eq!(status, 200, "{body}");
+        let v: Value = serde_json::from_str(&body).unwrap();
+        (
+            v["choices"][0]["message"]["content"].as_str().unwrap().to_string(),
+            v["usage"].clone(),
+        )
+    };
+    let question = json!([{"role": "system", "content": "You are a helpful assistant."},
+                          {"role": "user", "content": "Name three colours of the rainbow."}]);
+    let other = json!([{"role": "system", "content": "You answer in French."},
+                       {"role": "user", "content": "Bonjour, comment vas-tu ?"}]);
+
+    // The reference: evaluated from scratch (the other prompt shares no more than the
+    // template's first tokens).
+    let (_, fresh) = ask(&other, 4);
+    assert_eq!(fresh["prompt_tokens_details"]["cached_tokens"], 0, "{fresh}");
+    let (reference, usage) = ask(&question, 16);
+    let prompt_tokens = usage["prompt_tokens"].as_u64().unwrap();
+    assert!(
+        usage["prompt_tokens_details"]["cached_tokens"].as_u64().unwrap() < prompt_tokens / 2,
+        "{usage}"
+    );
+
+    // Prefill, then the same request: every prompt token comes from the cache.
+    ask(&other, 4);
+    let (_, prefill) = ask(&question, 1);
+    assert_eq!(prefill["completion_tokens"], 1);
+    let (answer, usage) = ask(&question, 16);
+    assert_eq!(usage["prompt_tokens"].as_u64().unwrap(), prompt_tokens);
+    assert_eq!(
+        usage["prompt_tokens_details"]["cached_tokens"].as_u64().unwrap(),
+        prompt_tokens,
+        "{usage}"
+    );
+    assert_eq!(answer, reference, "the reply from the prefilled cache differs");
+
+    // The next turn extends the same conversation: its prefix (question and answer) is
+    // cached, only the new part is evaluated.
+    let mut next = question.as_array().unwrap().clone();
+    next.push(json!({"role": "assistant", "content": answer}));
+    next.push(json!({"role": "user", "content": "And one more?"}));
+    let (_, usage) = ask(&Value::Array(next), 4);
+    let cached = usage["prompt_tokens_details"]["cached_tokens"].as_u64().unwrap();
+    assert!(
+        cached >= prompt_tokens && cached < usage["prompt_tokens"].as_u64().unwrap(),
+        "{usage}"
+    );
+}
+
 #[test]
 #[ignore = "needs the SmolLM2 model that scripts/test.sh fetches into HARK_MODELS_DIR"]
 fn bad_requests_and_oversized_prompts_are_refused_in_the_openai_error_format() {
