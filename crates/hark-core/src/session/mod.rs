@@ -35,8 +35,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::audio::AudioError;
 use crate::conversation::{
-    AssistantMessage, Conversation, HistoryError, HistorySettings, Latency, Message, Prompt, ReplyOutcome, ToolCall,
-    ToolResolution, ToolState, Usage,
+    AssistantMessage, Conversation, HistoryError, HistorySettings, Latency, Message, Prompt, PromptMessage,
+    ReplyOutcome, ToolCall, ToolResolution, ToolState, Usage,
 };
 use crate::error::ErrorKind;
 use crate::provider::{ChatModel, Completion, ProviderError};
@@ -140,6 +140,65 @@ pub struct ChatSession {
     /// Woken when background work (a summary fold, a late tool result) has a result, so a
     /// waiting actor applies it without polling.
     background: Arc<Notify>,
+}
+
+/// Evaluates in a local model what a request will start with, before the turn sends it
+/// (issue 12): the model keeps the evaluated prompt in its cache, and `hark-llm` answers a
+/// request whose whole prompt is cached without evaluating anything. A snapshot of the
+/// conversation: if it changes before the turn (an edit, another writer), the turn's
+/// request shares less with it and evaluates the rest itself; nothing is ever recorded.
+#[derive(Clone)]
+pub struct Prefiller {
+    conv: Arc<Conversation>,
+    model: Arc<dyn ChatModel>,
+    store: Arc<Store>,
+    recall: bool,
+}
+
+impl Prefiller {
+    /// Evaluates, in the background, the request the turn will make: with `utterance`,
+    /// the whole request for it (recall included) as [`ChatSession::send`] builds it;
+    /// without, what comes before the utterance (its user turn opened with an empty
+    /// message, so a chat template's turn header is evaluated too). One token is asked
+    /// for; a failure only means the turn evaluates everything itself.
+    pub fn prefill(&self, utterance: Option<String>) -> tokio::task::JoinHandle<()> {
+        let this = self.clone();
+        tokio::spawn(async move {
+            let prompt = match utterance {
+                None => {
+                    let mut p = this.conv.prefix_prompt();
+                    p.messages.push(PromptMessage::User { text: String::new() });
+                    p
+                }
+                Some(text) => {
+                    let (conv, store, recall) = (this.conv.clone(), this.store.clone(), this.recall);
+                    // Recall reads SQLite: off the runtime's threads.
+                    let built = tokio::task::spawn_blocking(move || -> Option<Prompt> {
+                        let mut conv = (*conv).clone();
+                        conv.push_user(&text).ok()?;
+                        if recall && conv.settings().enabled {
+                            let recalled = recall::recall_text(&store, &conv, &text).ok()?;
+                            conv.set_recall(recalled);
+                        } else {
+                            conv.set_recall(None);
+                        }
+                        let mut p = conv.prompt().ok()?;
+                        p.max_tokens = Some(1);
+                        Some(p)
+                    })
+                    .await;
+                    match built {
+                        Ok(Some(p)) => p,
+                        _ => return,
+                    }
+                }
+            };
+            let (tx, _rx) = mpsc::unbounded_channel();
+            if let Err(e) = this.model.stream(&prompt, &tx).await {
+                tracing::debug!("prefill failed (the turn evaluates everything itself): {e}");
+            }
+        })
+    }
 }
 
 impl ChatSession {
@@ -247,21 +306,24 @@ impl ChatSession {
     }
 
     /// Starts evaluating what the next request will start with (system text, summary,
-    /// context turns), in the background, when prefill is on: at push-to-talk press, so
-    /// that after the release only the new utterance is left to evaluate; and once at
-    /// start-up, so the first turn is not a cold one. Nothing is recorded.
+    /// context turns, the user turn's opening), in the background, when prefill is on: at
+    /// push-to-talk press, so that after the release only the new utterance is left to
+    /// evaluate; and once at start-up, so the first turn is not a cold one. Nothing is
+    /// recorded.
     pub fn prefill(&self) -> Option<tokio::task::JoinHandle<()>> {
-        if !self.prefill {
-            return None;
-        }
-        let prompt = self.conv.prefix_prompt();
-        let model = self.model.clone();
-        Some(tokio::spawn(async move {
-            let (tx, _rx) = mpsc::unbounded_channel();
-            if let Err(e) = model.stream(&prompt, &tx).await {
-                tracing::debug!("prefill failed (the turn evaluates everything itself): {e}");
-            }
-        }))
+        self.prefiller().map(|p| p.prefill(None))
+    }
+
+    /// What evaluates requests ahead of the turn, when prefill is on: a snapshot of the
+    /// conversation, which the capture uses to evaluate a transcript while the key is
+    /// still held (see [`Prefiller::prefill`]).
+    pub fn prefiller(&self) -> Option<Prefiller> {
+        self.prefill.then(|| Prefiller {
+            conv: Arc::new(self.conv.clone()),
+            model: self.model.clone(),
+            store: self.store.clone(),
+            recall: self.recall,
+        })
     }
 
     /// Notified each time background work has a result for [`Self::poll_background`].

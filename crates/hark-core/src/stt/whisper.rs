@@ -174,6 +174,9 @@ impl Transcriber for WhisperStt {
             p.set_language(Some(language));
             p.set_audio_ctx(audio_ctx_for(audio.len()));
             p.set_no_context(true);
+            // Push-to-talk clips are short and Hark uses no timestamps: without them the
+            // decoder makes fewer tokens (about 10 % faster on a 2 s clip here).
+            p.set_no_timestamps(true);
             p.set_suppress_blank(true);
             p.set_print_progress(false);
             p.set_print_realtime(false);

@@ -16,7 +16,7 @@ use crate::audio::input::{AudioInput, InputStream};
 use crate::audio::resample::STT_RATE;
 use crate::audio::AudioError;
 use crate::session::ptt::{check_utterance, decide, Action, Key, KeyState, Phase, PttMode};
-use crate::session::{ChatSession, TurnError};
+use crate::session::{ChatSession, Prefiller, TurnError};
 use crate::stt::LiveTranscription;
 
 /// A change to the conversation (reset, `max_turns`, system prompt), run by the actor when
@@ -208,14 +208,19 @@ async fn actor(
                         if let Some(t) = &turn {
                             t.cancel.cancel();
                         }
-                        listening = start_listening(&voice, &options, &events);
+                        listening = start_listening(&voice, &options, &events, None);
                     }
                     Action::StartListening => {
-                        listening = start_listening(&voice, &options, &events);
-                        // While the user speaks, the model evaluates what the request will
-                        // start with (a local one; see ChatSession::prefill).
-                        if let (Some(_), Some(c), Pipeline::Overlapped) = (&listening, &chat, options.pipeline) {
-                            c.prefill();
+                        // While the user speaks, a local model evaluates what the request
+                        // will start with, and each transcript made while the key is held
+                        // (see ChatSession::prefill and Speculation).
+                        let prefiller = chat
+                            .as_ref()
+                            .filter(|_| options.pipeline == Pipeline::Overlapped)
+                            .and_then(ChatSession::prefiller);
+                        listening = start_listening(&voice, &options, &events, prefiller.clone());
+                        if let (Some(_), Some(p)) = (&listening, prefiller) {
+                            p.prefill(None);
                         }
                     }
                     Action::StopListening => {
@@ -362,6 +367,7 @@ fn start_listening(
     voice: &Voice,
     options: &ActorOptions,
     events: &mpsc::UnboundedSender<VoiceEvent>,
+    prefiller: Option<Prefiller>,
 ) -> Option<Listening> {
     let input = match options.input.open(options.input_device.as_deref()) {
         Ok(c) => c,
@@ -381,11 +387,16 @@ fn start_listening(
     };
     let stop = CancellationToken::new();
     let speculate = options.pipeline == Pipeline::Overlapped && voice.stt.speculates();
+    let speculation = speculate.then(|| Speculation {
+        running: None,
+        prefiller,
+        held: stop.clone(),
+    });
     let pump = tokio::spawn(pump(
         input,
         voice.clone(),
         skip,
-        speculate,
+        speculation,
         stop.clone(),
         events.clone(),
     ));
@@ -394,20 +405,20 @@ fn start_listening(
 
 /// Moves captured audio to the live transcriber (if any) and collects it, until stopped
 /// or until the input ends by itself (its device failed). The first `skip` samples (the
-/// start cue, heard by the microphone) are left out. With `speculate` (a local engine
+/// start cue, heard by the microphone) are left out. With a `speculation` (a local engine
 /// without a live mode), the speech so far is transcribed at each pause, so that a release
 /// after a pause finds its transcript ready (see [`Speculation`]).
 async fn pump(
     mut input: Box<dyn InputStream>,
     voice: Voice,
     mut skip: usize,
-    speculate: bool,
+    speculation: Option<Speculation>,
     stop: CancellationToken,
     events: mpsc::UnboundedSender<VoiceEvent>,
 ) -> Result<Captured, TurnError> {
     let (interim_tx, mut interim_rx) = mpsc::unbounded_channel();
     let mut live: Option<Box<dyn LiveTranscription>> = voice.stt.live(interim_tx).await?;
-    let mut speculation = (speculate && live.is_none()).then(Speculation::default);
+    let mut speculation = speculation.filter(|_| live.is_none());
     let mut all = Vec::new();
     loop {
         tokio::select! {
@@ -476,13 +487,21 @@ fn voiced_end(samples: &[f32]) -> usize {
 /// trailing silence), so the transcript is the same and release waits only for what of it
 /// is still running. If the user spoke on, the whole clip is transcribed after release,
 /// as before. Speech that never pauses before the release costs nothing extra.
-#[derive(Default)]
+///
+/// A transcript finished while the key is still held is also handed to the local model
+/// (`prefiller`), which evaluates the whole request it would make: a release that confirms
+/// it finds the request evaluated, and the reply's first token comes without evaluating
+/// anything (`hark-llm` keeps the logits). One finished after the release is not: the turn
+/// sends the same request at once.
 struct Speculation {
     /// The transcription started last: the voiced end it covers, and its task.
     running: Option<(
         usize,
         tokio::task::JoinHandle<Result<String, crate::provider::ProviderError>>,
     )>,
+    prefiller: Option<Prefiller>,
+    /// Cancelled at the release.
+    held: CancellationToken,
 }
 
 impl Speculation {
@@ -500,7 +519,16 @@ impl Speculation {
             return;
         }
         let stt = voice.stt.clone();
-        let task = tokio::spawn(async move { stt.transcribe(&clip).await });
+        let (prefiller, held) = (self.prefiller.clone(), self.held.clone());
+        let task = tokio::spawn(async move {
+            let text = stt.transcribe(&clip).await;
+            if let (Ok(t), Some(p)) = (&text, prefiller) {
+                if !held.is_cancelled() && !t.trim().is_empty() {
+                    p.prefill(Some(t.trim().to_string()));
+                }
+            }
+            text
+        });
         if let Some((_, old)) = self.running.replace((end, task)) {
             old.abort();
         }

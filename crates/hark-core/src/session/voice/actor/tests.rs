@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 use super::*;
 use crate::audio::input::{Script, Scripted};
 use crate::audio::playback::{AudioOut, ClockOut, Heard, Tracker};
-use crate::conversation::{HistorySettings, MessageKind};
+use crate::conversation::{HistorySettings, MessageKind, PromptMessage};
 use crate::error::ErrorKind;
 use crate::session::voice::{respond, Utterance};
 use crate::store::Store;
@@ -435,4 +435,71 @@ async fn the_sequential_pipeline_transcribes_once_after_release() {
     assert_eq!(calls, vec![total]);
     assert_eq!(text, format!("{total} samples"));
     assert!(transcript_ms >= 150, "{transcript_ms} ms");
+}
+
+/// Issue 12: with a local model (prefill on), the press evaluates the request's opening
+/// (its user turn opened, empty), and a transcript made while the key is still held is
+/// evaluated as the whole request before the release: the very prompt the turn sends.
+#[tokio::test]
+async fn a_transcript_made_while_the_key_is_held_is_evaluated_before_the_release() {
+    let store = Arc::new(Store::open_in_memory().unwrap());
+    let model = ScriptedModel::new();
+    let mut chat =
+        ChatSession::create(store, Box::new(model.clone()), "Be brief.", HistorySettings::default()).unwrap();
+    chat.set_prefill(true);
+    let voice = Voice {
+        stt: Arc::new(Measuring::default()),
+        tts: Arc::new(ToneTts { ms_per_char: 1 }),
+        out: Arc::new(ClockOut::new()),
+    };
+    let mic = Scripted::new();
+    let mut script = speech_samples(600);
+    script.extend(silence(500));
+    mic.push(Script::Speak(script));
+    let (tx, mut events) = mpsc::unbounded_channel();
+    let options = ActorOptions {
+        mode: PttMode::Hold,
+        input_device: None,
+        input: Arc::new(mic),
+        cues: false,
+        pipeline: Pipeline::Overlapped,
+    };
+    let session = spawn(chat, voice, options, tx);
+    session.handle().key(Key::Press).unwrap();
+    // The pause ends at 720 ms, its transcript at ~870 ms; the key comes up at 1,400 ms.
+    tokio::time::sleep(Duration::from_millis(1_400)).await;
+    let before = model.prompts();
+    session.handle().key(Key::Release).unwrap();
+    wait_for(&mut events, "the turn", |e| {
+        matches!(e, VoiceEvent::TurnFinished { .. })
+    })
+    .await;
+    let sent = model.prompts();
+    session.shutdown().await.unwrap();
+
+    let heard = format!("{} samples", (600 + 120) * 16);
+    assert_eq!(before.len(), 2, "the opening and the held transcript: {before:#?}");
+    let (opening, held) = (&before[0], &before[1]);
+    assert_eq!(opening.messages, vec![PromptMessage::User { text: String::new() }]);
+    assert_eq!(opening.max_tokens, Some(1));
+    assert_eq!(held.messages, vec![PromptMessage::User { text: heard.clone() }]);
+    assert_eq!(held.max_tokens, Some(1));
+    assert_eq!(sent.len(), 3, "{sent:#?}");
+    let turn = &sent[2];
+    assert_eq!(turn.messages, held.messages, "the turn asks what was evaluated ahead");
+    assert_eq!(turn.system, held.system);
+    assert_eq!(turn.tools, held.tools);
+    assert_ne!(turn.max_tokens, Some(1));
+}
+
+/// Without prefill (a cloud model: it would bill each one) nothing is sent before the turn.
+#[tokio::test]
+async fn without_prefill_only_the_turn_reaches_the_model() {
+    let mut r = rig(&["hello there"]);
+    say(&mut r, 600).await;
+    wait_for(&mut r.events, "the turn", |e| {
+        matches!(e, VoiceEvent::TurnFinished { .. })
+    })
+    .await;
+    assert_eq!(r.model.prompts().len(), 1);
 }
