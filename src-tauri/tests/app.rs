@@ -399,6 +399,7 @@ async fn with_no_keys_the_app_answers_a_spoken_turn_offline() {
     app.phase("ready").await;
     let spoken = spoken.stop();
     assert!(app.text("#transcript").await.contains(ctx[1].trim()));
+    let cached_shown = app.text("#stat-in-cached").await;
     app.close().await;
 
     // The default voice is the natural one (its files are in the models directory), and
@@ -433,6 +434,12 @@ async fn with_no_keys_the_app_answers_a_spoken_turn_offline() {
     let hark_core::conversation::MessageKind::Assistant(a) = &stored.messages[1].kind else {
         panic!("{:?}", stored.messages)
     };
-    assert!(a.usage.unwrap().input_tokens.unwrap() > 0);
+    let usage = a.usage.unwrap();
+    assert!(usage.input_tokens.unwrap() > 0);
+    // The app evaluated the system prompt at start-up (and the user turn's opening at the
+    // press): the turn's request found them in the model's cache, as the panel shows.
+    let cached = usage.cached_input_tokens.expect("hark-llm reports cached tokens");
+    assert!(cached > 0 && cached < usage.input_tokens.unwrap(), "{usage:?}");
+    assert_eq!(cached_shown, cached.to_string());
     assert!(a.latency.unwrap().first_audio_out_ms.is_some(), "the reply was played");
 }

@@ -132,6 +132,8 @@ struct Shared {
     requests: Mutex<Vec<Recorded>>,
     /// Delay between streamed chunks.
     chunk_delay: Mutex<Duration>,
+    /// The prompt cache: prefixes written (Anthropic: at breakpoints; OpenAI: every prompt).
+    cache: Mutex<Vec<Vec<String>>>,
 }
 
 /// A loopback LLM server. It runs on its own thread and runtime so that both async tests and
@@ -159,6 +161,7 @@ impl FakeLlm {
             script: Mutex::new(VecDeque::new()),
             requests: Mutex::new(Vec::new()),
             chunk_delay: Mutex::new(Duration::from_millis(1)),
+            cache: Mutex::new(Vec::new()),
         });
         let s = shared.clone();
         let port = serve(move |sock| tokio::spawn(handle(sock, s.clone())));
@@ -443,6 +446,109 @@ pub(crate) async fn send_status(sock: &mut TcpStream, status: u16, body: &Value,
     let _ = sock.shutdown().await;
 }
 
+/// The prompt's blocks in the order a provider caches them (Anthropic: tools, system,
+/// messages; OpenAI: messages), each without its `cache_control`, with whether it carries
+/// one (a breakpoint).
+fn cache_blocks(body: &Value) -> Vec<(String, bool)> {
+    let mut out = Vec::new();
+    let mut push = |role: &str, block: &Value| {
+        let mut b = block.clone();
+        let bp = b.as_object_mut().and_then(|o| o.remove("cache_control")).is_some();
+        out.push((format!("{role}:{b}"), bp));
+    };
+    for t in body["tools"].as_array().into_iter().flatten() {
+        push("tool", t);
+    }
+    match &body["system"] {
+        Value::Array(blocks) => blocks.iter().for_each(|b| push("system", b)),
+        Value::String(s) => push("system", &json!({"type": "text", "text": s})),
+        _ => {}
+    }
+    for m in body["messages"].as_array().into_iter().flatten() {
+        let role = m["role"].as_str().unwrap_or_default();
+        match &m["content"] {
+            Value::Array(blocks) => blocks.iter().for_each(|b| push(role, b)),
+            other => push(role, &json!({"type": "text", "text": other})),
+        }
+    }
+    out
+}
+
+/// The body with every `cache_control` key removed.
+fn without_cache_control(v: &Value) -> Value {
+    match v {
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .filter(|(k, _)| k.as_str() != "cache_control")
+                .map(|(k, v)| (k.clone(), without_cache_control(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(without_cache_control).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The smallest prefix either provider caches, in tokens (Anthropic's minimum for most
+/// models; OpenAI caches prompts from 1,024 tokens on, in steps of 128).
+const CACHE_MIN_TOKENS: u64 = 1024;
+
+/// Prompt caching as each API documents it: `(cached tokens read, tokens written)`.
+/// Anthropic: the prompt up to each `cache_control` block is written; the longest prefix
+/// written before (up to the last breakpoint) is read. OpenAI: automatic — every prompt
+/// is written, the longest prefix seen before is read, in 128-token steps. Tokens are
+/// estimated at four characters each, as for `input_tokens`.
+fn prompt_cache(flavor: Flavor, body: &Value, cache: &mut Vec<Vec<String>>) -> (u64, u64) {
+    let blocks = cache_blocks(body);
+    let keys: Vec<String> = blocks.iter().map(|(k, _)| k.clone()).collect();
+    let tokens = |n: usize| keys[..n].iter().map(String::len).sum::<usize>() as u64 / 4;
+    // The longest prefix (in blocks) that an earlier request wrote.
+    // Anthropic reads a prefix written whole at a breakpoint; OpenAI any prefix of an
+    // earlier prompt.
+    let hit = |cache: &Vec<Vec<String>>, upto: usize, whole: bool| {
+        (1..=upto)
+            .rev()
+            .find(|&n| {
+                cache
+                    .iter()
+                    .any(|c| (c.len() == n || (!whole && c.len() > n)) && c[..n] == keys[..n])
+            })
+            .unwrap_or(0)
+    };
+    match flavor {
+        Flavor::Anthropic => {
+            let Some(last_bp) = blocks.iter().rposition(|(_, bp)| *bp).map(|i| i + 1) else {
+                return (0, 0);
+            };
+            // Anthropic stores the prefix at each breakpoint itself; only those count as written.
+            let read = hit(cache, last_bp, true);
+            let read_tokens = if tokens(read) >= CACHE_MIN_TOKENS {
+                tokens(read)
+            } else {
+                0
+            };
+            let mut written = 0;
+            for (i, (_, bp)) in blocks.iter().enumerate() {
+                if *bp && tokens(i + 1) >= CACHE_MIN_TOKENS && !cache.iter().any(|c| c[..] == keys[..=i]) {
+                    cache.push(keys[..=i].to_vec());
+                    written = tokens(i + 1).saturating_sub(read_tokens);
+                }
+            }
+            (read_tokens, written)
+        }
+        Flavor::OpenAi => {
+            let all = keys.len();
+            let read = hit(cache, all, false);
+            cache.push(keys.clone());
+            let read_tokens = tokens(read);
+            if tokens(all) >= CACHE_MIN_TOKENS && read_tokens >= CACHE_MIN_TOKENS {
+                (read_tokens / 128 * 128, 0)
+            } else {
+                (0, 0)
+            }
+        }
+    }
+}
+
 /// Validates a request as the real API would; `Err((status, type, message))` when it would refuse it.
 fn validate(flavor: Flavor, key: Option<&str>, r: &Recorded) -> Result<(), (u16, &'static str, String)> {
     let expected_path = match flavor {
@@ -483,6 +589,14 @@ fn validate(flavor: Flavor, key: Option<&str>, r: &Recorded) -> Result<(), (u16,
                         format!("messages: roles must alternate between \"user\" and \"assistant\", but found multiple {} roles in a row", w[0]["role"]),
                     ));
                 }
+            }
+            let breakpoints = cache_blocks(&r.body).iter().filter(|(_, bp)| *bp).count();
+            if breakpoints > 4 {
+                return Err((
+                    400,
+                    "invalid_request_error",
+                    format!("A maximum of 4 blocks with cache_control may be provided. Found {breakpoints}."),
+                ));
             }
             if msgs.iter().any(|m| m["role"] == "system") {
                 return Err((
@@ -637,7 +751,9 @@ async fn handle(mut sock: TcpStream, s: Arc<Shared>) {
         return;
     }
     let model = req.body["model"].as_str().unwrap_or("model").to_string();
-    let input_tokens = (req.body.to_string().len() / 4) as u64;
+    // Four characters a token; cache_control markers are instructions, not prompt text.
+    let input_tokens = (without_cache_control(&req.body).to_string().len() / 4) as u64;
+    let (cache_read, cache_written) = prompt_cache(s.flavor, &req.body, &mut s.cache.lock().expect("cache"));
     let parts = deltas(&text);
     let output_tokens = parts.len() as u64;
     let delay = *s.chunk_delay.lock().expect("delay");
@@ -661,7 +777,7 @@ async fn handle(mut sock: TcpStream, s: Arc<Shared>) {
         Flavor::Anthropic => {
             w.event(&format!(
                 "event: message_start\ndata: {}\n\n",
-                json!({"type": "message_start", "message": {"id": "msg_01fake", "type": "message", "role": "assistant", "content": [], "model": model, "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": input_tokens, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": 1}}})
+                json!({"type": "message_start", "message": {"id": "msg_01fake", "type": "message", "role": "assistant", "content": [], "model": model, "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": input_tokens.saturating_sub(cache_read + cache_written), "cache_creation_input_tokens": cache_written, "cache_read_input_tokens": cache_read, "output_tokens": 1}}})
             ))
             .await;
             w.event("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n").await;
@@ -720,7 +836,9 @@ async fn handle(mut sock: TcpStream, s: Arc<Shared>) {
                 w.event(&chunk(
                     Value::Null,
                     Value::Null,
-                    json!({"prompt_tokens": input_tokens, "completion_tokens": output_tokens, "total_tokens": input_tokens + output_tokens}),
+                    json!({"prompt_tokens": input_tokens, "completion_tokens": output_tokens, "total_tokens": input_tokens + output_tokens,
+                           "prompt_tokens_details": {"cached_tokens": cache_read, "audio_tokens": 0},
+                           "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0, "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}}),
                 ))
                 .await;
                 w.event("data: [DONE]\n\n").await;

@@ -492,3 +492,50 @@ async fn a_60_turn_conversation_with_max_turns_5_remembers_the_name_through_the_
         }
     }
 }
+
+/// Issue 12: the stable prefix is cached by the provider. Anthropic is asked to (breakpoints
+/// on the system text and the last block, the documented conversation pattern); OpenAI
+/// caches long prompts by itself. Either way the reported cached tokens are recorded on
+/// the reply and summed in the totals — and the first turn, with nothing written before,
+/// reads nothing.
+#[tokio::test]
+async fn the_providers_prompt_cache_is_used_and_its_cached_tokens_recorded() {
+    for rig in both() {
+        let store = mem_store();
+        let mut s = rig.session(&store, HistorySettings::default());
+        // Over the 1,024-token minimum either provider caches.
+        let rules = "Answer in one short sentence, kindly, without lists or markup. ".repeat(80);
+        s.set_system_prompt(&format!("You are a helpful voice assistant. {rules}"))
+            .unwrap();
+        say(&mut s, "My name is Sam.").await.unwrap();
+        say(&mut s, "What's my name?").await.unwrap();
+        let usage = |i: usize| {
+            let MessageKind::Assistant(a) = &s.conversation().record()[i].kind else {
+                panic!("record[{i}] is not a reply")
+            };
+            a.usage.unwrap()
+        };
+        let (first, second) = (usage(1), usage(3));
+        assert_eq!(first.cached_input_tokens, Some(0), "{:?}: {first:?}", rig.kind);
+        let cached = second.cached_input_tokens.unwrap();
+        let input = second.input_tokens.unwrap();
+        assert!(
+            cached >= 1024 && cached < input,
+            "{:?}: the second turn reads the first one's prompt from the cache: {second:?}",
+            rig.kind
+        );
+        if rig.kind == ProviderKind::Anthropic {
+            let req = rig.server.last();
+            assert_eq!(
+                req.body["system"][0]["cache_control"],
+                serde_json::json!({"type": "ephemeral"})
+            );
+            let last = req.body["messages"].as_array().unwrap().last().unwrap().clone();
+            assert_eq!(last["content"][0]["text"], "What's my name?");
+            assert_eq!(last["content"][0]["cache_control"]["type"], "ephemeral");
+        }
+        let stored = store.load_session(s.id()).unwrap();
+        let totals = hark_core::conversation::panel::totals(stored.conversation("m").record());
+        assert_eq!(totals.cached_input_tokens, u64::from(cached), "{:?}", rig.kind);
+    }
+}

@@ -37,6 +37,7 @@ fn reply(i: usize) -> AssistantMessage {
             output_tokens: Some(40),
             estimated_input_tokens: 880,
             estimated_output_tokens: 38,
+            ..Default::default()
         }),
         ..Default::default()
     }

@@ -17,6 +17,7 @@
 //!
 //! Run: `scripts/bench-offline-turn.sh [RUNS]` (release builds; fetches the models).
 //! `HARK_BENCH_RUNS` (default 5) conversations per pipeline, each of every clip in turn;
+//! `HARK_BENCH_RELEASE_MS` (default 300) how long after the last word the key comes up;
 //! `HARK_BENCH_PIPELINES` (default `sequential,overlapped,overlapped/natural`) picks the
 //! pipelines, each with a voice after `/` (`system` when none is named).
 
@@ -50,8 +51,16 @@ const CLIPS: &[&str] = &[
     "How many legs does a spider have?",
 ];
 
-/// The key comes up this long after the last word (people release after they finish).
+/// The key comes up this long after the last word by default (people release after they
+/// finish); `HARK_BENCH_RELEASE_MS` changes it.
 const RELEASE_AFTER_MS: usize = 300;
+
+fn release_after_ms() -> usize {
+    std::env::var("HARK_BENCH_RELEASE_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(RELEASE_AFTER_MS)
+}
 
 /// A microphone that plays a clip in real time (20 ms chunks on absolute deadlines, so
 /// no drift) and says when it has delivered all of it.
@@ -165,7 +174,7 @@ fn clip(text: &str, dir: &std::path::Path, n: usize) -> Vec<f32> {
         .rposition(|c| rms(c) >= hark_core::session::ptt::SILENCE_RMS)
         .map_or(samples.len(), |i| (i + 1) * 320);
     samples.truncate(end);
-    samples.extend(std::iter::repeat_n(0.0, RELEASE_AFTER_MS * 16));
+    samples.extend(std::iter::repeat_n(0.0, release_after_ms() * 16));
     samples
 }
 
@@ -334,7 +343,7 @@ fn main() {
             stt.id,
             llm.id,
             hark_core::tts::natural::thread_budget(),
-            RELEASE_AFTER_MS
+            release_after_ms()
         );
         let mut results: Vec<((Pipeline, &str), Vec<Measured>)> =
             pipelines.iter().map(|p| (*p, Vec::new())).collect();

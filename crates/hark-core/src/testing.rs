@@ -96,6 +96,7 @@ impl ChatModel for ScriptedModel {
             usage: ReportedUsage {
                 input_tokens: Some(prompt.estimated_tokens),
                 output_tokens: Some(text.split_whitespace().count() as u32),
+                cached_input_tokens: None,
             },
             stop_reason: Some("stop".into()),
             ..Default::default()

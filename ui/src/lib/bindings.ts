@@ -1109,7 +1109,11 @@ export type Theme = "system" | "light" | "dark"
 /**
  * Session totals over a record.
  */
-export type Totals = { turns: number; input_tokens: number; output_tokens: number; estimated_input_tokens: number; context_resets: number }
+export type Totals = { turns: number; input_tokens: number; output_tokens: number; 
+/**
+ * Of the input tokens, those served from the provider's prompt cache.
+ */
+cached_input_tokens: number; estimated_input_tokens: number; context_resets: number }
 /**
  * Which voice to speak with (as in settings and on the command line).
  */
@@ -1162,6 +1166,11 @@ input_tokens?: number | null;
  * Output tokens as reported by the provider.
  */
 output_tokens?: number | null; 
+/**
+ * Of the input tokens, those the provider served from its prompt cache (Anthropic's
+ * cache reads, OpenAI's cached tokens, the local model's KV cache), when reported.
+ */
+cached_input_tokens?: number | null; 
 /**
  * Hark's estimate of the request's input tokens (system + summary + recall + context).
  */

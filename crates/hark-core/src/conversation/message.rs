@@ -165,6 +165,10 @@ pub struct Usage {
     /// Output tokens as reported by the provider.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_tokens: Option<u32>,
+    /// Of the input tokens, those the provider served from its prompt cache (Anthropic's
+    /// cache reads, OpenAI's cached tokens, the local model's KV cache), when reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input_tokens: Option<u32>,
     /// Hark's estimate of the request's input tokens (system + summary + recall + context).
     pub estimated_input_tokens: u32,
     /// Hark's estimate of the reply's tokens.

@@ -13,6 +13,8 @@ pub struct Totals {
     pub turns: u32,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Of the input tokens, those served from the provider's prompt cache.
+    pub cached_input_tokens: u64,
     pub estimated_input_tokens: u64,
     pub context_resets: u32,
 }
@@ -27,6 +29,7 @@ pub fn totals(messages: &[Message]) -> Totals {
             MessageKind::Assistant(a) => {
                 if let Some(u) = &a.usage {
                     t.input_tokens += u.input_tokens.unwrap_or(0) as u64;
+                    t.cached_input_tokens += u.cached_input_tokens.unwrap_or(0) as u64;
                     t.output_tokens += u.output_tokens.unwrap_or(0) as u64;
                     t.estimated_input_tokens += u.estimated_input_tokens as u64;
                 }

@@ -198,6 +198,8 @@ impl ProviderError {
 pub struct ReportedUsage {
     pub input_tokens: Option<u32>,
     pub output_tokens: Option<u32>,
+    /// Input tokens the provider served from its prompt cache (included in `input_tokens`).
+    pub cached_input_tokens: Option<u32>,
 }
 
 /// A finished model response.

@@ -154,6 +154,9 @@ async fn read_stream(mut events: EventReader, on_delta: &DeltaSink) -> Result<Co
         if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
             done.usage.input_tokens = u["prompt_tokens"].as_u64().map(|n| n as u32);
             done.usage.output_tokens = u["completion_tokens"].as_u64().map(|n| n as u32);
+            // OpenAI caches long prompts by itself; llama.cpp's server and hark-llm report
+            // their KV-cache reuse the same way.
+            done.usage.cached_input_tokens = u["prompt_tokens_details"]["cached_tokens"].as_u64().map(|n| n as u32);
         }
         let Some(choices) = chunk["choices"].as_array() else {
             if chunk.get("usage").is_some() {

@@ -549,6 +549,7 @@ impl ChatSession {
         let usage = Usage {
             input_tokens: completion.usage.input_tokens,
             output_tokens: completion.usage.output_tokens,
+            cached_input_tokens: completion.usage.cached_input_tokens,
             estimated_input_tokens: prompt.estimated_tokens,
             estimated_output_tokens: self.conv.counter().count(&completion.text),
         };

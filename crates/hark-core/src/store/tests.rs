@@ -23,6 +23,7 @@ fn sample_session(store: &Store) -> Conversation {
             output_tokens: Some(7),
             estimated_input_tokens: 19,
             estimated_output_tokens: 7,
+            cached_input_tokens: Some(12),
         }),
         ..Default::default()
     });
@@ -140,6 +141,7 @@ fn rule14_export_is_versioned_complete_and_round_trips() {
     assert_eq!(v["summary"]["text"], "Sam asked about weather.");
     assert_eq!(v["totals"]["turns"], 2);
     assert_eq!(v["totals"]["input_tokens"], 20);
+    assert_eq!(v["totals"]["cached_input_tokens"], 12);
     assert_eq!(v["totals"]["context_resets"], 1);
     let msgs = v["messages"].as_array().unwrap();
     assert_eq!(msgs.len(), 7);
