@@ -8,6 +8,9 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/hark/target}"
 TRIPLE=$(rustc -vV | sed -n 's/^host: //p')
 EXE=""
 case "$TRIPLE" in *windows*) EXE=".exe" ;; esac
+# Installers run on other computers: on x86-64, whisper.cpp is built for ggml's portable
+# baseline (AVX2, FMA, F16C) instead of this machine's CPU, as in the release workflow.
+case "$TRIPLE" in x86_64-*) export GGML_NATIVE=OFF ;; esac
 (cd ui && npm ci --no-audit --no-fund --silent && npm run build --silent)
 cargo build --release --locked -p hark-llm
 mkdir -p src-tauri/binaries

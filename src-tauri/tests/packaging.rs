@@ -195,3 +195,26 @@ fn every_command_is_permissioned_and_granted_to_the_main_window_only() {
         serde_json::json!(["core:event:default", "allow-subscribe", "allow-app-state"])
     );
 }
+
+/// Installers run on other computers than the one that built them: every x86-64 build in
+/// the release workflow turns off ggml's build-machine CPU targeting (whisper.cpp's build
+/// uses it by default), and so does `scripts/bundle.sh`.
+#[test]
+fn x86_64_installers_are_built_for_a_portable_cpu_baseline() {
+    let workflow = std::fs::read_to_string(here("../.github/workflows/release.yml")).unwrap();
+    assert!(
+        workflow.contains("GGML_NATIVE: ${{ matrix.ggml_native }}"),
+        "the bundle job passes the matrix's choice to the build"
+    );
+    let (_, matrix) = workflow.split_once("include:").expect("a matrix");
+    let (matrix, _) = matrix.split_once("runs-on:").unwrap();
+    let entries: Vec<&str> = matrix.split("- os:").skip(1).collect();
+    assert_eq!(entries.len(), 4, "{matrix}");
+    for entry in entries {
+        let x86 = entry.contains("target: x86_64-");
+        let native = if x86 { "ggml_native: \"OFF\"" } else { "ggml_native: \"ON\"" };
+        assert!(entry.contains(native), "{entry}");
+    }
+    let bundle = std::fs::read_to_string(here("../scripts/bundle.sh")).unwrap();
+    assert!(bundle.contains("x86_64-*) export GGML_NATIVE=OFF"), "scripts/bundle.sh");
+}

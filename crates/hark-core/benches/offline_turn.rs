@@ -228,7 +228,15 @@ async fn conversation(pipeline: Pipeline, server: &LocalLlm, voice: &Voice, clip
         let metrics: TurnMetrics = loop {
             match tokio::time::timeout(Duration::from_secs(120), events.recv()).await {
                 Ok(Some(VoiceEvent::TranscriptFinal { text })) => heard = text,
-                Ok(Some(VoiceEvent::TurnFinished { metrics, .. })) => break metrics,
+                Ok(Some(VoiceEvent::TurnFinished { metrics, reply })) => {
+                    if std::env::var_os("HARK_BENCH_VERBOSE").is_some() {
+                        eprintln!(
+                            "{pipeline:?}: transcript {:?} ms, first token {:?} ms after it, first audio {:?} ms: {heard:?} → {reply:?}",
+                            metrics.transcript_ms, metrics.first_token_ms, metrics.first_audio_out_ms
+                        );
+                    }
+                    break metrics;
+                }
                 Ok(Some(VoiceEvent::Failed { message, .. })) => panic!("the turn failed: {message}"),
                 Ok(Some(VoiceEvent::NoTurn { reason })) => panic!("no turn: {reason:?}"),
                 Ok(Some(_)) => {}
