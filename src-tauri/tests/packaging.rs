@@ -212,7 +212,11 @@ fn x86_64_installers_are_built_for_a_portable_cpu_baseline() {
     assert_eq!(entries.len(), 4, "{matrix}");
     for entry in entries {
         let x86 = entry.contains("target: x86_64-");
-        let native = if x86 { "ggml_native: \"OFF\"" } else { "ggml_native: \"ON\"" };
+        let native = if x86 {
+            "ggml_native: \"OFF\""
+        } else {
+            "ggml_native: \"ON\""
+        };
         assert!(entry.contains(native), "{entry}");
     }
     let bundle = std::fs::read_to_string(here("../scripts/bundle.sh")).unwrap();

@@ -345,6 +345,31 @@ impl crate::stt::Transcriber for Measuring {
     }
 }
 
+/// A session whose microphone plays `script` (16 kHz samples) once, transcribed by `stt`.
+fn scripted_session(
+    chat: ChatSession,
+    stt: Measuring,
+    script: Vec<f32>,
+    pipeline: Pipeline,
+) -> (VoiceSession, mpsc::UnboundedReceiver<VoiceEvent>) {
+    let voice = Voice {
+        stt: Arc::new(stt),
+        tts: Arc::new(ToneTts { ms_per_char: 1 }),
+        out: Arc::new(ClockOut::new()),
+    };
+    let mic = Scripted::new();
+    mic.push(Script::Speak(script));
+    let (tx, events) = mpsc::unbounded_channel();
+    let options = ActorOptions {
+        mode: PttMode::Hold,
+        input_device: None,
+        input: Arc::new(mic),
+        cues: false,
+        pipeline,
+    };
+    (spawn(chat, voice, options, tx), events)
+}
+
 /// Runs one held utterance of `script` (16 kHz samples) with `pipeline`; returns the final
 /// transcript, the transcriber's calls and the turn's release → transcript time.
 async fn held_utterance(script: Vec<f32>, pipeline: Pipeline) -> (String, Vec<usize>, u64) {
@@ -353,23 +378,8 @@ async fn held_utterance(script: Vec<f32>, pipeline: Pipeline) -> (String, Vec<us
     model.push(Reply::text("Hello."));
     let chat = ChatSession::create(store, Box::new(model), "", HistorySettings::default()).unwrap();
     let stt = Measuring::default();
-    let voice = Voice {
-        stt: Arc::new(stt.clone()),
-        tts: Arc::new(ToneTts { ms_per_char: 1 }),
-        out: Arc::new(ClockOut::new()),
-    };
-    let mic = Scripted::new();
     let ms = script.len() as u64 / 16;
-    mic.push(Script::Speak(script));
-    let (tx, mut events) = mpsc::unbounded_channel();
-    let options = ActorOptions {
-        mode: PttMode::Hold,
-        input_device: None,
-        input: Arc::new(mic),
-        cues: false,
-        pipeline,
-    };
-    let session = spawn(chat, voice, options, tx);
+    let (session, mut events) = scripted_session(chat, stt.clone(), script, pipeline);
     session.handle().key(Key::Press).unwrap();
     // Released once all of it is delivered (20 ms chunks, each after a 20 ms sleep).
     tokio::time::sleep(Duration::from_millis(ms + 300)).await;
@@ -447,24 +457,9 @@ async fn a_transcript_made_while_the_key_is_held_is_evaluated_before_the_release
     let mut chat =
         ChatSession::create(store, Box::new(model.clone()), "Be brief.", HistorySettings::default()).unwrap();
     chat.set_prefill(true);
-    let voice = Voice {
-        stt: Arc::new(Measuring::default()),
-        tts: Arc::new(ToneTts { ms_per_char: 1 }),
-        out: Arc::new(ClockOut::new()),
-    };
-    let mic = Scripted::new();
     let mut script = speech_samples(600);
     script.extend(silence(500));
-    mic.push(Script::Speak(script));
-    let (tx, mut events) = mpsc::unbounded_channel();
-    let options = ActorOptions {
-        mode: PttMode::Hold,
-        input_device: None,
-        input: Arc::new(mic),
-        cues: false,
-        pipeline: Pipeline::Overlapped,
-    };
-    let session = spawn(chat, voice, options, tx);
+    let (session, mut events) = scripted_session(chat, Measuring::default(), script, Pipeline::Overlapped);
     session.handle().key(Key::Press).unwrap();
     // The pause ends at 720 ms, its transcript at ~870 ms; the key comes up at 1,400 ms.
     tokio::time::sleep(Duration::from_millis(1_400)).await;
