@@ -266,3 +266,36 @@ async fn whisper_unloads_after_its_idle_time_reloads_on_use_and_can_stay_loaded(
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert!(whisper.is_loaded(), "kept loaded");
 }
+
+/// Issue 12: a speculative transcription no longer wanted (a pause made a partial one
+/// stale) stops inside whisper.cpp when its token is cancelled, instead of running on;
+/// the model is fine afterwards and a token left alone changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the whisper model (scripts/test.sh)"]
+async fn a_whisper_transcription_that_is_stopped_gives_up_midway() {
+    let model = whisper_model();
+    let dir = tempfile::tempdir().unwrap();
+    let wav = dir.path().join("u.wav");
+    espeak_wav("My name is Sam.", &wav);
+    let audio = read_16k_mono(&wav).unwrap();
+    // About 25 s of speech: over a second of whisper on this machine, so a stop 50 ms in
+    // lands midway.
+    let long: Vec<f32> = std::iter::repeat_n(audio.as_slice(), 20).flatten().copied().collect();
+    let whisper = WhisperStt::load(&model).unwrap();
+    whisper.set_unload_after(None);
+    let kept = tokio_util::sync::CancellationToken::new();
+    assert!(whisper.transcribe_until(&audio, &kept).await.unwrap().contains("Sam"));
+
+    let stop = tokio_util::sync::CancellationToken::new();
+    let stopper = stop.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        stopper.cancel();
+    });
+    let stopped = whisper.transcribe_until(&long, &stop).await;
+    assert!(stopped.is_err(), "it ran to the end: {stopped:?}");
+    assert!(
+        whisper.transcribe(&audio).await.unwrap().contains("Sam"),
+        "usable after a stop"
+    );
+}

@@ -14,6 +14,7 @@ pub mod whisper;
 
 use async_trait::async_trait;
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use crate::provider::ProviderError;
 
@@ -29,6 +30,14 @@ pub trait Transcriber: Send + Sync {
 
     /// Transcribes a whole utterance.
     async fn transcribe(&self, audio: &[f32]) -> Result<String, ProviderError>;
+
+    /// [`Self::transcribe`], giving up (with an error) once `stop` is cancelled: for a
+    /// speculative transcription no longer wanted, so it stops taking the CPU. An engine
+    /// that cannot stop midway (the default) finishes.
+    async fn transcribe_until(&self, audio: &[f32], stop: &CancellationToken) -> Result<String, ProviderError> {
+        let _ = stop;
+        self.transcribe(audio).await
+    }
 
     /// Whether it is cheap to transcribe speculatively while the user still speaks (a local
     /// engine: no per-request cost). A cloud engine bills every call, so the default is no.

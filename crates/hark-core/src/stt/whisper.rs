@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use tokio_util::sync::CancellationToken;
 use whisper_rs::{FullParams, SamplingStrategy, WhisperContext, WhisperContextParameters};
 
 use super::Transcriber;
@@ -142,6 +143,26 @@ impl Transcriber for WhisperStt {
     }
 
     async fn transcribe(&self, audio: &[f32]) -> Result<String, ProviderError> {
+        self.run(audio, None).await
+    }
+
+    async fn transcribe_until(&self, audio: &[f32], stop: &CancellationToken) -> Result<String, ProviderError> {
+        self.run(audio, Some(stop.clone())).await
+    }
+}
+
+/// whisper.cpp asks between computation steps whether to give up; `user_data` points to
+/// the call's `CancellationToken`.
+unsafe extern "C" fn stop_requested(user_data: *mut std::ffi::c_void) -> bool {
+    // SAFETY: `run` sets `user_data` to a token that lives until `full` returns, and
+    // whisper.cpp calls this only during `full`.
+    let stop = unsafe { &*(user_data as *const CancellationToken) };
+    stop.is_cancelled()
+}
+
+impl WhisperStt {
+    /// Transcribes on a blocking thread; with `stop`, gives up (an error) once it is cancelled.
+    async fn run(&self, audio: &[f32], stop: Option<CancellationToken>) -> Result<String, ProviderError> {
         let mut audio = audio.to_vec();
         // whisper.cpp wants at least a second; pad short clips with silence.
         if audio.len() < STT_RATE as usize {
@@ -182,6 +203,16 @@ impl Transcriber for WhisperStt {
             p.set_print_realtime(false);
             p.set_print_special(false);
             p.set_print_timestamps(false);
+            if let Some(stop) = &stop {
+                // Not whisper-rs's `set_abort_callback_safe`: in 0.16 it hands whisper.cpp a
+                // pointer to a boxed trait object while its trampoline reads it as the
+                // closure itself. A plain function and a pointer to the token instead.
+                // SAFETY: the token outlives `full` below, the only call that uses it.
+                unsafe {
+                    p.set_abort_callback(Some(stop_requested));
+                    p.set_abort_callback_user_data(stop as *const CancellationToken as *mut std::ffi::c_void);
+                }
+            }
             let done = state.full(p, &audio).map_err(err);
             this.inner.ctx.touch(); // idle time counts from the end of a use, not its start
             done?;

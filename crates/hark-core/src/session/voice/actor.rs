@@ -480,6 +480,11 @@ fn voiced_end(samples: &[f32]) -> usize {
     0
 }
 
+/// New speech (since what the last transcription covered) after which the speech so far is
+/// transcribed while the user still talks, for the local model to evaluate (see
+/// [`Speculation`]).
+const PARTIAL_EVERY: usize = STT_RATE as usize * 800 / 1000;
+
 /// Transcription while the key is held, for a local engine (issue 12). At each pause (120
 /// ms of silence after new speech) the speech so far is transcribed in the background. At
 /// release, if no word was spoken since the last such transcription began, it is the
@@ -493,25 +498,62 @@ fn voiced_end(samples: &[f32]) -> usize {
 /// it finds the request evaluated, and the reply's first token comes without evaluating
 /// anything (`hark-llm` keeps the logits). One finished after the release is not: the turn
 /// sends the same request at once.
+///
+/// With a local model to feed, long speech is also transcribed while it goes on, after
+/// every [`PARTIAL_EVERY`] of new speech: such a *partial* transcript is never the turn's
+/// (its last word may be cut), only evaluated, so that the request after the release
+/// shares it and evaluates only the words after it — the wait after the release does not
+/// grow with the length of what was said. A pause stops a partial transcription still
+/// running (whisper gives up at once): the pause's is the one a release waits for.
 struct Speculation {
-    /// The transcription started last: the voiced end it covers, and its task.
-    running: Option<(
-        usize,
-        tokio::task::JoinHandle<Result<String, crate::provider::ProviderError>>,
-    )>,
+    /// The transcription started last.
+    running: Option<Run>,
     prefiller: Option<Prefiller>,
     /// Cancelled at the release.
     held: CancellationToken,
 }
 
+/// One transcription while the key is held.
+struct Run {
+    /// The voiced end of the speech it hears.
+    covered: usize,
+    /// Started mid-speech (for the model only), not at a pause.
+    partial: bool,
+    /// Stops it early.
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<Result<String, crate::provider::ProviderError>>,
+}
+
+impl Run {
+    /// Stops it: whisper gives up at its next step (its thread cannot be aborted from
+    /// outside), and what it would have said is neither used nor evaluated.
+    fn cancel(&self) {
+        self.stop.cancel();
+    }
+}
+
 impl Speculation {
     fn after_chunk(&mut self, voice: &Voice, all: &[f32]) {
-        if self.running.as_ref().is_some_and(|(_, t)| !t.is_finished()) {
-            return; // one at a time; the next pause starts the next
-        }
         let end = voiced_end(all);
-        let covered = self.running.as_ref().map_or(0, |(c, _)| *c);
-        if end == 0 || end <= covered || all.len() - end < PAUSE {
+        if end == 0 {
+            return;
+        }
+        let pause = all.len() - end >= PAUSE;
+        let last = self.running.as_ref();
+        let busy = last.is_some_and(|r| !r.task.is_finished());
+        let partial = !pause;
+        if pause {
+            // Done for this pause already (a partial clip does not count: it may cut the
+            // last word).
+            if last.is_some_and(|r| !r.partial && r.covered >= end) {
+                return;
+            }
+            match last {
+                Some(r) if busy && r.partial => r.cancel(),
+                _ if busy => return, // one at a time; the next pause starts the next
+                _ => {}
+            }
+        } else if busy || self.prefiller.is_none() || end < last.map_or(0, |r| r.covered) + PARTIAL_EVERY {
             return;
         }
         let clip = all.to_vec();
@@ -520,29 +562,37 @@ impl Speculation {
         }
         let stt = voice.stt.clone();
         let (prefiller, held) = (self.prefiller.clone(), self.held.clone());
+        let stop = CancellationToken::new();
+        let until = stop.clone();
         let task = tokio::spawn(async move {
-            let text = stt.transcribe(&clip).await;
+            let text = stt.transcribe_until(&clip, &until).await;
             if let (Ok(t), Some(p)) = (&text, prefiller) {
-                if !held.is_cancelled() && !t.trim().is_empty() {
+                if !held.is_cancelled() && !until.is_cancelled() && !t.trim().is_empty() {
                     p.prefill(Some(t.trim().to_string()));
                 }
             }
             text
         });
-        if let Some((_, old)) = self.running.replace((end, task)) {
-            old.abort();
+        let run = Run {
+            covered: end,
+            partial,
+            stop,
+            task,
+        };
+        if let Some(old) = self.running.replace(run) {
+            old.cancel();
         }
     }
 
     /// The transcript for the whole clip, when a transcription of the same speech is done
     /// or running; `None`: transcribe the clip.
     async fn at_release(self, all: &[f32]) -> Option<String> {
-        let (covered, task) = self.running?;
-        if covered != voiced_end(all) {
-            task.abort();
+        let run = self.running?;
+        if run.partial || run.covered != voiced_end(all) {
+            run.cancel();
             return None;
         }
-        match task.await {
+        match run.task.await {
             Ok(Ok(text)) => Some(text.trim().to_string()),
             // A failure is retried on the whole clip, which reports it if it persists.
             _ => None,

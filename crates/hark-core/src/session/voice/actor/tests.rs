@@ -323,11 +323,13 @@ async fn the_start_cue_is_cut_from_the_utterance() {
     );
 }
 
-/// A local-like engine for the speculation tests: it speculates, takes 150 ms, says how
-/// many samples it heard and counts its calls.
+/// A local-like engine for the speculation tests: it speculates, takes 150 ms (or
+/// `takes`), says how many samples it heard, counts its calls and those it gave up on.
 #[derive(Clone, Default)]
 struct Measuring {
     calls: Arc<std::sync::Mutex<Vec<usize>>>,
+    stopped: Arc<std::sync::Mutex<Vec<usize>>>,
+    takes: Option<Duration>,
 }
 
 #[async_trait::async_trait]
@@ -339,9 +341,21 @@ impl crate::stt::Transcriber for Measuring {
         true
     }
     async fn transcribe(&self, audio: &[f32]) -> Result<String, crate::provider::ProviderError> {
+        self.transcribe_until(audio, &CancellationToken::new()).await
+    }
+    async fn transcribe_until(
+        &self,
+        audio: &[f32],
+        stop: &CancellationToken,
+    ) -> Result<String, crate::provider::ProviderError> {
         self.calls.lock().unwrap().push(audio.len());
-        tokio::time::sleep(Duration::from_millis(150)).await;
-        Ok(format!("{} samples", audio.len()))
+        tokio::select! {
+            _ = tokio::time::sleep(self.takes.unwrap_or(Duration::from_millis(150))) => Ok(format!("{} samples", audio.len())),
+            _ = stop.cancelled() => {
+                self.stopped.lock().unwrap().push(audio.len());
+                Err(crate::provider::ProviderError::new("measuring", ErrorKind::Cancelled, "stopped"))
+            }
+        }
     }
 }
 
@@ -497,4 +511,74 @@ async fn without_prefill_only_the_turn_reaches_the_model() {
     })
     .await;
     assert_eq!(r.model.prompts().len(), 1);
+}
+
+/// Issue 12: long speech is transcribed while it goes on (every 800 ms of new speech), and
+/// the model evaluates each partial transcript; none of them is the turn's transcript. A
+/// pause stops a partial transcription still running, so the pause's starts at once.
+#[tokio::test]
+async fn long_speech_is_evaluated_while_it_goes_on_and_a_pause_takes_over_at_once() {
+    let store = Arc::new(Store::open_in_memory().unwrap());
+    let model = ScriptedModel::new();
+    let mut chat =
+        ChatSession::create(store, Box::new(model.clone()), "Be brief.", HistorySettings::default()).unwrap();
+    chat.set_prefill(true);
+    // 1,700 ms of speech: partial transcriptions at 800 ms and 1,600 ms of it; the second
+    // (300 ms long) is still running when the pause is heard at 1,820 ms.
+    let mut script = speech_samples(1_700);
+    script.extend(silence(600));
+    let stt = Measuring {
+        takes: Some(Duration::from_millis(300)),
+        ..Default::default()
+    };
+    let (session, mut events) = scripted_session(chat, stt.clone(), script, Pipeline::Overlapped);
+    session.handle().key(Key::Press).unwrap();
+    tokio::time::sleep(Duration::from_millis(2_300)).await;
+    let before = model.prompts();
+    session.handle().key(Key::Release).unwrap();
+    let VoiceEvent::TranscriptFinal { text } = wait_for(&mut events, "the transcript", |e| {
+        matches!(e, VoiceEvent::TranscriptFinal { .. })
+    })
+    .await
+    else {
+        unreachable!()
+    };
+    let VoiceEvent::TurnFinished { metrics, .. } = wait_for(&mut events, "the turn", |e| {
+        matches!(e, VoiceEvent::TurnFinished { .. })
+    })
+    .await
+    else {
+        unreachable!()
+    };
+    let sent = model.prompts();
+    session.shutdown().await.unwrap();
+
+    let calls = stt.calls.lock().unwrap().clone();
+    let whole = (1_700 + 120) * 16;
+    assert_eq!(calls.len(), 3, "two partial, one at the pause: {calls:?}");
+    assert!((800 * 16..1_000 * 16).contains(&calls[0]), "{calls:?}");
+    assert!((1_600 * 16..1_700 * 16).contains(&calls[1]), "{calls:?}");
+    assert_eq!(calls[2], whole, "the pause's starts as the pause is heard");
+    assert_eq!(
+        *stt.stopped.lock().unwrap(),
+        vec![calls[1]],
+        "the second partial gave way"
+    );
+    // The pause's transcript is the turn's, ready at the release.
+    assert_eq!(text, format!("{whole} samples"));
+    assert!(metrics.transcript_ms.unwrap() < 100, "{metrics:?}");
+    // The model evaluated the opening, the first partial transcript and the pause's, in
+    // that order, before the release; then the turn asked what the last one was.
+    let users = |p: &crate::conversation::Prompt| p.messages.clone();
+    assert_eq!(before.len(), 3, "{before:#?}");
+    assert_eq!(users(&before[0]), vec![PromptMessage::User { text: String::new() }]);
+    assert_eq!(
+        users(&before[1]),
+        vec![PromptMessage::User {
+            text: format!("{} samples", calls[0])
+        }]
+    );
+    assert_eq!(users(&before[2]), vec![PromptMessage::User { text: text.clone() }]);
+    assert_eq!(sent.len(), 4);
+    assert_eq!(users(&sent[3]), users(&before[2]));
 }
