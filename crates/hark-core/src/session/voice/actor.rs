@@ -480,11 +480,6 @@ fn voiced_end(samples: &[f32]) -> usize {
     0
 }
 
-/// New speech (since what the last transcription covered) after which the speech so far is
-/// transcribed while the user still talks, for the local model to evaluate (see
-/// [`Speculation`]).
-const PARTIAL_EVERY: usize = STT_RATE as usize * 800 / 1000;
-
 /// Transcription while the key is held, for a local engine (issue 12). At each pause (120
 /// ms of silence after new speech) the speech so far is transcribed in the background. At
 /// release, if no word was spoken since the last such transcription began, it is the
@@ -499,12 +494,9 @@ const PARTIAL_EVERY: usize = STT_RATE as usize * 800 / 1000;
 /// anything (`hark-llm` keeps the logits). One finished after the release is not: the turn
 /// sends the same request at once.
 ///
-/// With a local model to feed, long speech is also transcribed while it goes on, after
-/// every [`PARTIAL_EVERY`] of new speech: such a *partial* transcript is never the turn's
-/// (its last word may be cut), only evaluated, so that the request after the release
-/// shares it and evaluates only the words after it — the wait after the release does not
-/// grow with the length of what was said. A pause stops a partial transcription still
-/// running (whisper gives up at once): the pause's is the one a release waits for.
+/// Transcribing while the user still speaks (between pauses, for the model to evaluate the
+/// words so far) was tried and measured: on 2 cores that work took the CPU from the pause's
+/// transcription, and the turn got slower (README, "The offline spoken turn").
 struct Speculation {
     /// The transcription started last.
     running: Option<Run>,
@@ -517,8 +509,6 @@ struct Speculation {
 struct Run {
     /// The voiced end of the speech it hears.
     covered: usize,
-    /// Started mid-speech (for the model only), not at a pause.
-    partial: bool,
     /// Stops it early.
     stop: CancellationToken,
     task: tokio::task::JoinHandle<Result<String, crate::provider::ProviderError>>,
@@ -534,26 +524,12 @@ impl Run {
 
 impl Speculation {
     fn after_chunk(&mut self, voice: &Voice, all: &[f32]) {
-        let end = voiced_end(all);
-        if end == 0 {
-            return;
+        if self.running.as_ref().is_some_and(|r| !r.task.is_finished()) {
+            return; // one at a time; the next pause starts the next
         }
-        let pause = all.len() - end >= PAUSE;
-        let last = self.running.as_ref();
-        let busy = last.is_some_and(|r| !r.task.is_finished());
-        let partial = !pause;
-        if pause {
-            // Done for this pause already (a partial clip does not count: it may cut the
-            // last word).
-            if last.is_some_and(|r| !r.partial && r.covered >= end) {
-                return;
-            }
-            match last {
-                Some(r) if busy && r.partial => r.cancel(),
-                _ if busy => return, // one at a time; the next pause starts the next
-                _ => {}
-            }
-        } else if busy || self.prefiller.is_none() || end < last.map_or(0, |r| r.covered) + PARTIAL_EVERY {
+        let end = voiced_end(all);
+        let covered = self.running.as_ref().map_or(0, |r| r.covered);
+        if end == 0 || end <= covered || all.len() - end < PAUSE {
             return;
         }
         let clip = all.to_vec();
@@ -575,7 +551,6 @@ impl Speculation {
         });
         let run = Run {
             covered: end,
-            partial,
             stop,
             task,
         };
@@ -588,7 +563,8 @@ impl Speculation {
     /// or running; `None`: transcribe the clip.
     async fn at_release(self, all: &[f32]) -> Option<String> {
         let run = self.running?;
-        if run.partial || run.covered != voiced_end(all) {
+        if run.covered != voiced_end(all) {
+            // Stale: it stops, so the whole clip's transcription has the CPU.
             run.cancel();
             return None;
         }

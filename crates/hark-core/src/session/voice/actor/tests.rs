@@ -513,28 +513,26 @@ async fn without_prefill_only_the_turn_reaches_the_model() {
     assert_eq!(r.model.prompts().len(), 1);
 }
 
-/// Issue 12: long speech is transcribed while it goes on (every 800 ms of new speech), and
-/// the model evaluates each partial transcript; none of them is the turn's transcript. A
-/// pause stops a partial transcription still running, so the pause's starts at once.
+/// A transcription made at a pause that the user spoke past is stopped at the release
+/// (whisper gives up midway), so the whole clip's transcription does not share the CPU
+/// with it; the whole clip decides the transcript.
 #[tokio::test]
-async fn long_speech_is_evaluated_while_it_goes_on_and_a_pause_takes_over_at_once() {
+async fn a_stale_transcription_still_running_at_release_is_stopped() {
     let store = Arc::new(Store::open_in_memory().unwrap());
-    let model = ScriptedModel::new();
-    let mut chat =
-        ChatSession::create(store, Box::new(model.clone()), "Be brief.", HistorySettings::default()).unwrap();
-    chat.set_prefill(true);
-    // 1,700 ms of speech: partial transcriptions at 800 ms and 1,600 ms of it; the second
-    // (300 ms long) is still running when the pause is heard at 1,820 ms.
-    let mut script = speech_samples(1_700);
-    script.extend(silence(600));
+    let chat = ChatSession::create(store, Box::new(ScriptedModel::new()), "", HistorySettings::default()).unwrap();
+    // A pause at 600 ms (its transcription runs 720 → 1,320 ms), more speech, the release
+    // at 1,250 ms without another pause.
+    let mut script = speech_samples(600);
+    script.extend(silence(150));
+    script.extend(speech_samples(300));
+    let total = script.len();
     let stt = Measuring {
-        takes: Some(Duration::from_millis(300)),
+        takes: Some(Duration::from_millis(600)),
         ..Default::default()
     };
     let (session, mut events) = scripted_session(chat, stt.clone(), script, Pipeline::Overlapped);
     session.handle().key(Key::Press).unwrap();
-    tokio::time::sleep(Duration::from_millis(2_300)).await;
-    let before = model.prompts();
+    tokio::time::sleep(Duration::from_millis(1_250)).await;
     session.handle().key(Key::Release).unwrap();
     let VoiceEvent::TranscriptFinal { text } = wait_for(&mut events, "the transcript", |e| {
         matches!(e, VoiceEvent::TranscriptFinal { .. })
@@ -543,42 +541,9 @@ async fn long_speech_is_evaluated_while_it_goes_on_and_a_pause_takes_over_at_onc
     else {
         unreachable!()
     };
-    let VoiceEvent::TurnFinished { metrics, .. } = wait_for(&mut events, "the turn", |e| {
-        matches!(e, VoiceEvent::TurnFinished { .. })
-    })
-    .await
-    else {
-        unreachable!()
-    };
-    let sent = model.prompts();
     session.shutdown().await.unwrap();
-
     let calls = stt.calls.lock().unwrap().clone();
-    let whole = (1_700 + 120) * 16;
-    assert_eq!(calls.len(), 3, "two partial, one at the pause: {calls:?}");
-    assert!((800 * 16..1_000 * 16).contains(&calls[0]), "{calls:?}");
-    assert!((1_600 * 16..1_700 * 16).contains(&calls[1]), "{calls:?}");
-    assert_eq!(calls[2], whole, "the pause's starts as the pause is heard");
-    assert_eq!(
-        *stt.stopped.lock().unwrap(),
-        vec![calls[1]],
-        "the second partial gave way"
-    );
-    // The pause's transcript is the turn's, ready at the release.
-    assert_eq!(text, format!("{whole} samples"));
-    assert!(metrics.transcript_ms.unwrap() < 100, "{metrics:?}");
-    // The model evaluated the opening, the first partial transcript and the pause's, in
-    // that order, before the release; then the turn asked what the last one was.
-    let users = |p: &crate::conversation::Prompt| p.messages.clone();
-    assert_eq!(before.len(), 3, "{before:#?}");
-    assert_eq!(users(&before[0]), vec![PromptMessage::User { text: String::new() }]);
-    assert_eq!(
-        users(&before[1]),
-        vec![PromptMessage::User {
-            text: format!("{} samples", calls[0])
-        }]
-    );
-    assert_eq!(users(&before[2]), vec![PromptMessage::User { text: text.clone() }]);
-    assert_eq!(sent.len(), 4);
-    assert_eq!(users(&sent[3]), users(&before[2]));
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(*stt.stopped.lock().unwrap(), vec![calls[0]], "the pause's was stopped");
+    assert_eq!(text, format!("{total} samples"));
 }
