@@ -18,6 +18,7 @@
 //! Run: `scripts/bench-offline-turn.sh [RUNS]` (release builds; fetches the models).
 //! `HARK_BENCH_RUNS` (default 5) conversations per pipeline, each of every clip in turn;
 //! `HARK_BENCH_RELEASE_MS` (default 300) how long after the last word the key comes up;
+//! `HARK_BENCH_VERBOSE` prints each turn's figures, transcript and reply on stderr;
 //! `HARK_BENCH_PIPELINES` (default `sequential,overlapped,overlapped/natural`) picks the
 //! pipelines, each with a voice after `/` (`system` when none is named).
 
