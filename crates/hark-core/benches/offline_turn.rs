@@ -19,6 +19,7 @@
 //! `HARK_BENCH_RUNS` (default 5) conversations per pipeline, each of every clip in turn;
 //! `HARK_BENCH_RELEASE_MS` (default 300) how long after the last word the key comes up;
 //! `HARK_BENCH_VERBOSE` prints each turn's figures, transcript and reply on stderr;
+//! `HARK_BENCH_LLM` picks the chat model (a manifest id; default: the default one);
 //! `HARK_BENCH_PIPELINES` (default `sequential,overlapped,overlapped/natural`) picks the
 //! pipelines, each with a voice after `/` (`system` when none is named).
 
@@ -293,7 +294,10 @@ fn main() {
     rt.block_on(async {
         let manifest = Manifest::load().expect("the models manifest");
         let models = ModelStore::default_dir();
-        let llm = manifest.default_for(ModelKind::Llm).expect("a default chat model");
+        let llm = match std::env::var("HARK_BENCH_LLM") {
+            Ok(id) => manifest.find(&id).expect("HARK_BENCH_LLM: a chat model of the manifest"),
+            Err(_) => manifest.default_for(ModelKind::Llm).expect("a default chat model"),
+        };
         let stt = manifest.default_for(ModelKind::Stt).expect("a default speech model");
         let profile = hark_core::assembly::Profile::default();
         let natural_specs = profile.natural_specs(&manifest).expect("the natural voice in the manifest");
