@@ -85,6 +85,32 @@ fn with_no_keys_a_spoken_conversation_runs_entirely_offline() {
     assert!(transcript.contains("sam"), "whisper heard: {transcript:?}");
 }
 
+/// The quicker offline chat model (issue 12), chosen with `--local-model`: it is fetched
+/// and pinned like the default one, answers a spoken question, and the record names it.
+#[test]
+#[ignore = "needs the offline models (scripts/test.sh fetches them)"]
+fn the_quicker_offline_model_answers_when_chosen() {
+    let dir = tempfile::tempdir().unwrap();
+    let hark = hark_without_keys(&dir.path().join("hark.db"));
+    let (u1, out) = (dir.path().join("u1.wav"), dir.path().join("out"));
+    espeak_wav("What is the capital of France?", &u1);
+    let export = dir.path().join("export.json");
+    let args = [
+        "--local-model",
+        "qwen2.5-coder-0.5b",
+        "--temperature",
+        "0",
+        "--max-tokens",
+        "24",
+    ];
+    let events = common::talk(hark, &args, &[&u1], &out, Some(&export));
+    let replies = common::of_type(&events, "turn_finished", "reply");
+    assert_eq!(replies.len(), 1, "{events:?}");
+    assert!(replies[0].contains("Paris"), "{replies:?}");
+    let e: Value = serde_json::from_str(&std::fs::read_to_string(&export).unwrap()).unwrap();
+    assert_eq!(e["session"]["model"], "qwen2.5-coder-0.5b");
+}
+
 /// Another language offline (issue 13): with `--language de` the multilingual whisper
 /// model of the manifest transcribes German speech, the model is told to answer in German,
 /// and the OS voice speaks the reply with its German voice — read back by whisper.
