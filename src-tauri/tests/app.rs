@@ -436,10 +436,11 @@ async fn with_no_keys_the_app_answers_a_spoken_turn_offline() {
     };
     let usage = a.usage.unwrap();
     assert!(usage.input_tokens.unwrap() > 0);
-    // The app evaluated the system prompt at start-up (and the user turn's opening at the
-    // press): the turn's request found them in the model's cache, as the panel shows.
+    // The app evaluated the system prompt at start-up and the user turn's opening at the
+    // press, and the whole request when the transcript came while the key was still held:
+    // the turn's request found some or all of it in the model's cache, as the panel shows.
     let cached = usage.cached_input_tokens.expect("hark-llm reports cached tokens");
-    assert!(cached > 0 && cached < usage.input_tokens.unwrap(), "{usage:?}");
+    assert!(cached > 0 && cached <= usage.input_tokens.unwrap(), "{usage:?}");
     assert_eq!(cached_shown, cached.to_string());
     assert!(a.latency.unwrap().first_audio_out_ms.is_some(), "the reply was played");
 }

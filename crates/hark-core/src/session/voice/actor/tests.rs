@@ -384,6 +384,18 @@ fn scripted_session(
     (spawn(chat, voice, options, tx), events)
 }
 
+/// The text of the next final transcript the events report.
+async fn transcript_final(events: &mut mpsc::UnboundedReceiver<VoiceEvent>) -> String {
+    match wait_for(events, "the transcript", |e| {
+        matches!(e, VoiceEvent::TranscriptFinal { .. })
+    })
+    .await
+    {
+        VoiceEvent::TranscriptFinal { text } => text,
+        _ => unreachable!("wait_for returns what matched"),
+    }
+}
+
 /// Runs one held utterance of `script` (16 kHz samples) with `pipeline`; returns the final
 /// transcript, the transcriber's calls and the turn's release → transcript time.
 async fn held_utterance(script: Vec<f32>, pipeline: Pipeline) -> (String, Vec<usize>, u64) {
@@ -398,13 +410,7 @@ async fn held_utterance(script: Vec<f32>, pipeline: Pipeline) -> (String, Vec<us
     // Released once all of it is delivered (20 ms chunks, each after a 20 ms sleep).
     tokio::time::sleep(Duration::from_millis(ms + 300)).await;
     session.handle().key(Key::Release).unwrap();
-    let VoiceEvent::TranscriptFinal { text } = wait_for(&mut events, "the transcript", |e| {
-        matches!(e, VoiceEvent::TranscriptFinal { .. })
-    })
-    .await
-    else {
-        unreachable!()
-    };
+    let text = transcript_final(&mut events).await;
     let VoiceEvent::TurnFinished { metrics, .. } = wait_for(&mut events, "the turn", |e| {
         matches!(e, VoiceEvent::TurnFinished { .. })
     })
@@ -534,13 +540,7 @@ async fn a_stale_transcription_still_running_at_release_is_stopped() {
     session.handle().key(Key::Press).unwrap();
     tokio::time::sleep(Duration::from_millis(1_250)).await;
     session.handle().key(Key::Release).unwrap();
-    let VoiceEvent::TranscriptFinal { text } = wait_for(&mut events, "the transcript", |e| {
-        matches!(e, VoiceEvent::TranscriptFinal { .. })
-    })
-    .await
-    else {
-        unreachable!()
-    };
+    let text = transcript_final(&mut events).await;
     session.shutdown().await.unwrap();
     let calls = stt.calls.lock().unwrap().clone();
     assert_eq!(calls.len(), 2, "{calls:?}");
