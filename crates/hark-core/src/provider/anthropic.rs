@@ -87,6 +87,10 @@ fn input_usage(u: &Value, usage: &mut super::ReportedUsage) {
     let Some(uncached) = u["input_tokens"].as_u64() else {
         return;
     };
+    // A repeat without the cache figures would undercount: what came first stands.
+    if usage.input_tokens.is_some() && u.get("cache_read_input_tokens").is_none() {
+        return;
+    }
     let written = u["cache_creation_input_tokens"].as_u64().unwrap_or(0);
     let read = u["cache_read_input_tokens"].as_u64().unwrap_or(0);
     usage.input_tokens = Some((uncached + written + read) as u32);
@@ -444,9 +448,16 @@ mod tests {
             &mut u,
         );
         assert_eq!((u.input_tokens, u.cached_input_tokens), (Some(2105), Some(2000)));
-        // message_delta without input figures leaves them as message_start set them.
+        // message_delta without input figures, or without the cache's, leaves them as
+        // message_start set them; a full repeat replaces them.
         input_usage(&json!({"output_tokens": 9}), &mut u);
+        input_usage(&json!({"input_tokens": 5, "output_tokens": 9}), &mut u);
         assert_eq!((u.input_tokens, u.cached_input_tokens), (Some(2105), Some(2000)));
+        input_usage(
+            &json!({"input_tokens": 6, "cache_creation_input_tokens": 100, "cache_read_input_tokens": 2000}),
+            &mut u,
+        );
+        assert_eq!((u.input_tokens, u.cached_input_tokens), (Some(2106), Some(2000)));
     }
 
     #[test]
