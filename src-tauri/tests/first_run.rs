@@ -261,7 +261,11 @@ async fn a_first_run_goes_through_the_introduction_with_no_false_alarm() {
     assert!(stored(&setup.db).is_empty(), "practice recorded nothing");
 
     // The first spoken turn is not slower than the second (the models were warmed while
-    // the introduction ran).
+    // the introduction ran): at most 1.3× plus 50 ms. The turns here take ~120 ms from the
+    // release to the first sample, so 1.3× alone is ~36 ms, within the scheduling jitter of
+    // a 2-core machine (a clean-clone run measured 163 against 119 ms, the transcript 20
+    // against 6 ms); a cold start costs hundreds (whisper's first decode, the model's
+    // first prompt) and still fails it.
     for (n, wav) in [(2, &q1), (4, &q2)] {
         key(true, "ctrl+shift+space");
         app.phase("listening").await;
@@ -288,7 +292,7 @@ async fn a_first_run_goes_through_the_introduction_with_no_false_alarm() {
     let first_audio: Vec<u64> = latency.iter().filter_map(|l| l.first_audio_out_ms).collect();
     assert_eq!(first_audio.len(), 2, "both replies were spoken");
     assert!(
-        first_audio[0] as f64 <= 1.3 * first_audio[1] as f64,
+        first_audio[0] as f64 <= 1.3 * first_audio[1] as f64 + 50.0,
         "first turn {} ms, second {} ms ({latency:?})",
         first_audio[0],
         first_audio[1]
