@@ -309,6 +309,7 @@ impl App {
         if let Some(dir) = std::env::var_os("HARK_SCREENSHOTS") {
             tokio::time::sleep(Duration::from_millis(300)).await;
             let window = visible_windows("Hark").into_iter().next().expect("the window shows");
+            std::fs::create_dir_all(&dir).expect("the HARK_SCREENSHOTS folder can be made");
             let out = PathBuf::from(dir).join(name);
             let ok = Command::new("import")
                 .args(["-window", &window.to_string()])

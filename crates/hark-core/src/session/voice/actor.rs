@@ -463,9 +463,12 @@ async fn pump(
 
 /// Samples in one frame of the pause detector (20 ms at 16 kHz).
 const FRAME: usize = STT_RATE as usize / 50;
-/// Silence at the end of the capture that counts as a pause (the speaker may be done).
-/// The speculative clip ends with it, so whisper hears the last word end.
-const PAUSE: usize = STT_RATE as usize * 120 / 1000;
+/// Silence at the end of the capture that counts as a pause (the speaker may be done), in
+/// milliseconds. The speculative clip ends with it, so whisper hears the last word end.
+/// Short, because the turn waits for it: a pause inside the utterance costs only a
+/// transcription that the next word stops (see [`Speculation::after_chunk`]).
+const PAUSE_MS: usize = 60;
+const PAUSE: usize = STT_RATE as usize * PAUSE_MS / 1000;
 
 /// Where the speech in `samples` ends: just past the last 20 ms frame louder than silence
 /// (`ptt::SILENCE_RMS`); 0 when there is none.
@@ -480,8 +483,9 @@ fn voiced_end(samples: &[f32]) -> usize {
     0
 }
 
-/// Transcription while the key is held, for a local engine (issue 12). At each pause (120
-/// ms of silence after new speech) the speech so far is transcribed in the background. At
+/// Transcription while the key is held, for a local engine (issue 12). At each pause
+/// ([`PAUSE_MS`] of silence after new speech) the speech so far is transcribed in the
+/// background; a word spoken after it stops that transcription at once. At
 /// release, if no word was spoken since the last such transcription began, it is the
 /// transcript: it heard the same speech the whole clip holds (the clip differs only by
 /// trailing silence), so the transcript is the same and release waits only for what of it
@@ -524,10 +528,15 @@ impl Run {
 
 impl Speculation {
     fn after_chunk(&mut self, voice: &Voice, all: &[f32]) {
-        if self.running.as_ref().is_some_and(|r| !r.task.is_finished()) {
-            return; // one at a time; the next pause starts the next
-        }
         let end = voiced_end(all);
+        if let Some(r) = self.running.as_ref().filter(|r| !r.task.is_finished()) {
+            if end <= r.covered {
+                return; // one at a time; the next pause starts the next
+            }
+            // The user spoke on: it hears less than the utterance and would be thrown
+            // away at the release, so it stops now and leaves the CPU to the next pause's.
+            r.cancel();
+        }
         let covered = self.running.as_ref().map_or(0, |r| r.covered);
         if end == 0 || end <= covered || all.len() - end < PAUSE {
             return;

@@ -433,9 +433,9 @@ async fn a_release_after_a_pause_uses_the_transcript_made_while_the_key_was_held
     let mut script = speech_samples(600);
     script.extend(silence(500));
     let (text, calls, transcript_ms) = held_utterance(script, Pipeline::Overlapped).await;
-    // One transcription, of the speech and the 120 ms pause that ended it.
-    assert_eq!(calls, vec![(600 + 120) * 16]);
-    assert_eq!(text, format!("{} samples", (600 + 120) * 16));
+    // One transcription, of the speech and the pause that ended it.
+    assert_eq!(calls, vec![(600 + PAUSE_MS) * 16]);
+    assert_eq!(text, format!("{} samples", (600 + PAUSE_MS) * 16));
     assert!(
         transcript_ms < 100,
         "ready at release, not 150 ms after it: {transcript_ms} ms"
@@ -451,7 +451,7 @@ async fn speech_after_the_pause_is_transcribed_whole_after_release() {
     let (text, calls, transcript_ms) = held_utterance(script, Pipeline::Overlapped).await;
     // The speculative one (first phrase) is discarded; the whole clip decides.
     assert_eq!(calls.len(), 2, "{calls:?}");
-    assert_eq!(calls[0], (400 + 120) * 16);
+    assert_eq!(calls[0], (400 + PAUSE_MS) * 16);
     assert_eq!(text, format!("{total} samples"));
     assert!(transcript_ms >= 150, "{transcript_ms} ms");
 }
@@ -481,7 +481,7 @@ async fn a_transcript_made_while_the_key_is_held_is_evaluated_before_the_release
     script.extend(silence(500));
     let (session, mut events) = scripted_session(chat, Measuring::default(), script, Pipeline::Overlapped);
     session.handle().key(Key::Press).unwrap();
-    // The pause ends at 720 ms, its transcript at ~870 ms; the key comes up at 1,400 ms.
+    // The pause ends at 660 ms, its transcript at ~810 ms; the key comes up at 1,400 ms.
     tokio::time::sleep(Duration::from_millis(1_400)).await;
     let before = model.prompts();
     session.handle().key(Key::Release).unwrap();
@@ -492,7 +492,7 @@ async fn a_transcript_made_while_the_key_is_held_is_evaluated_before_the_release
     let sent = model.prompts();
     session.shutdown().await.unwrap();
 
-    let heard = format!("{} samples", (600 + 120) * 16);
+    let heard = format!("{} samples", (600 + PAUSE_MS) * 16);
     assert_eq!(before.len(), 2, "the opening and the held transcript: {before:#?}");
     let (opening, held) = (&before[0], &before[1]);
     assert_eq!(opening.messages, vec![PromptMessage::User { text: String::new() }]);
@@ -519,31 +519,47 @@ async fn without_prefill_only_the_turn_reaches_the_model() {
     assert_eq!(r.model.prompts().len(), 1);
 }
 
-/// A transcription made at a pause that the user spoke past is stopped at the release
-/// (whisper gives up midway), so the whole clip's transcription does not share the CPU
-/// with it; the whole clip decides the transcript.
+/// A transcription made at a pause that the user speaks past is stopped as soon as the
+/// next word comes (whisper gives up midway): the next pause's transcription does not wait
+/// for it or share the CPU with it, and the whole speech decides the transcript.
 #[tokio::test]
-async fn a_stale_transcription_still_running_at_release_is_stopped() {
+async fn a_transcription_the_user_speaks_past_is_stopped_at_the_next_word() {
     let store = Arc::new(Store::open_in_memory().unwrap());
     let chat = ChatSession::create(store, Box::new(ScriptedModel::new()), "", HistorySettings::default()).unwrap();
-    // A pause at 600 ms (its transcription runs 720 → 1,320 ms), more speech, the release
-    // at 1,250 ms without another pause.
+    // A pause at 600 ms (its transcription would run 660 → 1,460 ms), more speech from 740
+    // to 1,060 ms, a pause: its transcription runs 1,120 → 1,920 ms. The release at 2,000
+    // ms finds it done; had the first run been left to finish, the second would only start
+    // at 1,460 ms and end at 2,260 ms. (Lengths in whole 20 ms frames of the detector.)
     let mut script = speech_samples(600);
-    script.extend(silence(150));
-    script.extend(speech_samples(300));
-    let total = script.len();
+    script.extend(silence(140));
+    script.extend(speech_samples(320));
+    script.extend(silence(1_000));
+    let spoken = (600 + 140 + 320 + PAUSE_MS) * 16;
     let stt = Measuring {
-        takes: Some(Duration::from_millis(600)),
+        takes: Some(Duration::from_millis(800)),
         ..Default::default()
     };
     let (session, mut events) = scripted_session(chat, stt.clone(), script, Pipeline::Overlapped);
     session.handle().key(Key::Press).unwrap();
-    tokio::time::sleep(Duration::from_millis(1_250)).await;
+    tokio::time::sleep(Duration::from_millis(2_000)).await;
     session.handle().key(Key::Release).unwrap();
     let text = transcript_final(&mut events).await;
+    let VoiceEvent::TurnFinished { metrics, .. } = wait_for(&mut events, "the turn", |e| {
+        matches!(e, VoiceEvent::TurnFinished { .. })
+    })
+    .await
+    else {
+        unreachable!()
+    };
     session.shutdown().await.unwrap();
     let calls = stt.calls.lock().unwrap().clone();
-    assert_eq!(calls.len(), 2, "{calls:?}");
-    assert_eq!(*stt.stopped.lock().unwrap(), vec![calls[0]], "the pause's was stopped");
-    assert_eq!(text, format!("{total} samples"));
+    assert_eq!(
+        calls,
+        vec![(600 + PAUSE_MS) * 16, spoken],
+        "the pause's, then the whole speech's"
+    );
+    assert_eq!(*stt.stopped.lock().unwrap(), vec![calls[0]], "the first was stopped");
+    assert_eq!(text, format!("{spoken} samples"));
+    let waited = metrics.transcript_ms.unwrap();
+    assert!(waited < 200, "the transcript was ready at the release: {waited} ms");
 }
