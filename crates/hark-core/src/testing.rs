@@ -5,6 +5,7 @@
 //! The wire formats are tested elsewhere, against loopback servers (`hark-e2e`).
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -43,6 +44,18 @@ impl Reply {
 pub struct ScriptedModel {
     script: Arc<Mutex<VecDeque<Reply>>>,
     prompts: Arc<Mutex<Vec<Prompt>>>,
+    abandoned: Arc<AtomicUsize>,
+}
+
+/// Counts a request whose caller dropped it before its reply was done.
+struct Unfinished(Option<Arc<AtomicUsize>>);
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        if let Some(n) = self.0.take() {
+            n.fetch_add(1, Ordering::SeqCst);
+        }
+    }
 }
 
 impl ScriptedModel {
@@ -58,6 +71,11 @@ impl ScriptedModel {
     /// Every prompt sent so far.
     pub fn prompts(&self) -> Vec<Prompt> {
         self.prompts.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// How many requests were dropped by their callers before the reply was done.
+    pub fn abandoned(&self) -> usize {
+        self.abandoned.load(Ordering::SeqCst)
     }
 }
 
@@ -76,6 +94,7 @@ impl ChatModel for ScriptedModel {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(prompt.clone());
+        let mut unfinished = Unfinished(Some(self.abandoned.clone()));
         let next = self.script.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
         let (text, delay) = match next.unwrap_or_else(|| Reply::text("Okay.")) {
             Reply::Text { text, delay } => (text, delay),
@@ -91,6 +110,7 @@ impl ChatModel for ScriptedModel {
             sent.push_str(&piece);
             let _ = on_delta.send(piece);
         }
+        unfinished.0 = None;
         Ok(Completion {
             text: sent,
             usage: ReportedUsage {

@@ -20,6 +20,22 @@ pub struct ChatRequest {
     pub seed: u32,
     pub stream: bool,
     pub include_usage: bool,
+    /// Hark's own field (`"ahead": true`), not OpenAI's: the reply is generated ahead of
+    /// the request that will want it — a transcript made while push-to-talk is still held
+    /// (issue 12). The same request without the field, arriving while it runs, takes the
+    /// generation over; arriving after it ended, gets its reply at once (once). Any other
+    /// request stops it.
+    pub ahead: bool,
+}
+
+impl ChatRequest {
+    /// Whether `other` asks for the same reply: the same messages and sampling.
+    pub fn same_reply(&self, other: &ChatRequest) -> bool {
+        self.messages == other.messages
+            && self.max_tokens == other.max_tokens
+            && self.temperature == other.temperature
+            && self.seed == other.seed
+    }
 }
 
 /// A request the server refuses, with the OpenAI error fields.
@@ -214,6 +230,11 @@ pub fn parse_request(body: &[u8]) -> Result<ChatRequest, ApiError> {
         seed: v["seed"].as_u64().unwrap_or(0x5eed) as u32,
         stream: v["stream"].as_bool().unwrap_or(false),
         include_usage: v["stream_options"]["include_usage"].as_bool().unwrap_or(false),
+        ahead: match &v["ahead"] {
+            Value::Null => false,
+            Value::Bool(b) => *b,
+            other => return Err(ApiError::invalid(format!("ahead: {other} is not a boolean"), "ahead")),
+        },
     })
 }
 

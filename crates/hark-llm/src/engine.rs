@@ -2,6 +2,7 @@
 //! generation at a time. The KV cache is kept between requests, so a conversation's next
 //! turn only evaluates what is new after the common prefix (the whole history otherwise).
 
+use std::collections::VecDeque;
 use std::num::NonZeroU32;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -192,15 +193,19 @@ impl Engine {
                     logits_at: None,
                     n_ctx,
                     abandoned: counter.clone(),
+                    jobs: &rx,
+                    backlog: VecDeque::new(),
+                    ahead: None,
                 };
                 if let Some(job) = pending.take() {
                     worker.run(job);
                 }
                 // Serve until the channel closes or the model has been idle long enough.
                 loop {
-                    let next = match unload_after {
-                        Some(after) => rx.recv_timeout(after),
-                        None => rx.recv().map_err(|_| std_mpsc::RecvTimeoutError::Disconnected),
+                    let next = match (worker.backlog.pop_front(), unload_after) {
+                        (Some(job), _) => Ok(job),
+                        (None, Some(after)) => rx.recv_timeout(after),
+                        (None, None) => rx.recv().map_err(|_| std_mpsc::RecvTimeoutError::Disconnected),
                     };
                     match next {
                         Ok(job) => worker.run(job),
@@ -276,6 +281,13 @@ impl Engine {
 
 struct Worker<'m> {
     model: &'m LlamaModel,
+    /// The queue, which a generation ahead looks at between tokens (see `generate`).
+    jobs: &'m std_mpsc::Receiver<Job>,
+    /// Requests taken from the queue during a generation ahead, served next in order.
+    backlog: VecDeque<Job>,
+    /// The reply a generation ahead finished, until a request asks for it (or any other
+    /// request comes).
+    ahead: Option<Finished>,
     ctx: LlamaContext<'m>,
     template: Option<LlamaChatTemplate>,
     /// The tokens whose keys and values are in the context's cache, in order.
@@ -288,10 +300,18 @@ struct Worker<'m> {
     abandoned: Arc<AtomicU64>,
 }
 
+/// A whole reply generated ahead (`ChatRequest::ahead`), kept for the request it was for.
+struct Finished {
+    request: ChatRequest,
+    text: String,
+    usage: Usage,
+    finish_reason: &'static str,
+}
+
 impl Worker<'_> {
     fn run(&mut self, job: Job) {
-        let events = job.events;
-        if let Err(e) = self.generate(&job.request, &events) {
+        let mut events = job.events;
+        if let Err(e) = self.generate(&job.request, &mut events) {
             // The cache may be half-written after a failure: start clean next time.
             self.ctx.clear_kv_cache();
             self.cached.clear();
@@ -300,7 +320,27 @@ impl Worker<'_> {
         }
     }
 
-    fn generate(&mut self, request: &ChatRequest, events: &mpsc::UnboundedSender<Event>) -> Result<(), ApiError> {
+    /// Generates the reply to `request` onto `events`. A generation ahead (`request.ahead`)
+    /// looks at the queue after each token: the same request without `ahead` takes it over
+    /// (`events` becomes that request's: the text so far, then the rest as it comes); any
+    /// other request stops it, so a guess the user spoke past costs at most one token's
+    /// time. One that ends is kept (`self.ahead`) for its request.
+    fn generate(&mut self, request: &ChatRequest, events: &mut mpsc::UnboundedSender<Event>) -> Result<(), ApiError> {
+        if let Some(done) = self.ahead.take() {
+            if done.request.same_reply(request) {
+                if !done.text.is_empty() {
+                    let _ = events.send(Event::Text(done.text.clone()));
+                }
+                let _ = events.send(Event::Done {
+                    usage: done.usage,
+                    finish_reason: done.finish_reason,
+                });
+                if request.ahead {
+                    self.ahead = Some(done); // still for the request it was made for
+                }
+                return Ok(());
+            }
+        }
         let template = self
             .template
             .as_ref()
@@ -372,6 +412,10 @@ impl Worker<'_> {
         let mut n_gen = 0u32;
         let mut finish = "length";
         let mut pos = tokens.len() as i32;
+        let mut cached_tokens = cached_tokens as u32;
+        let mut ahead = request.ahead;
+        // What has been sent, for a request that takes a generation ahead over.
+        let mut sent = String::new();
         while n_gen < request.max_tokens && (pos as u32) < self.n_ctx {
             let tok = sampler.sample(&self.ctx, logits_at);
             sampler.accept(tok);
@@ -382,10 +426,49 @@ impl Worker<'_> {
             n_gen += 1;
             let piece = vocab.token_to_piece(tok, false, None);
             let text = utf8.push(&piece);
+            if ahead {
+                sent.push_str(&text);
+            }
             if !text.is_empty() && events.send(Event::Text(text)).is_err() {
                 // The client went away (barge-in): stop, keeping what is cached.
                 self.abandoned.fetch_add(1, Ordering::Relaxed);
                 return Ok(());
+            }
+            if ahead {
+                match self.take_over(request) {
+                    TakeOver::None => {}
+                    TakeOver::By(new) => {
+                        // The ahead client's reply ends here; the new one gets it all.
+                        let _ = events.send(Event::Done {
+                            usage: Usage {
+                                prompt_tokens: tokens.len() as u32,
+                                completion_tokens: n_gen,
+                                cached_tokens,
+                            },
+                            finish_reason: "length",
+                        });
+                        *events = new;
+                        if !sent.is_empty() && events.send(Event::Text(std::mem::take(&mut sent))).is_err() {
+                            self.abandoned.fetch_add(1, Ordering::Relaxed);
+                            return Ok(());
+                        }
+                        // The whole prompt was evaluated before this request came.
+                        cached_tokens = tokens.len() as u32;
+                        ahead = false;
+                    }
+                    TakeOver::Stopped => {
+                        // Another request waits: the guess was wrong, it goes first.
+                        let _ = events.send(Event::Done {
+                            usage: Usage {
+                                prompt_tokens: tokens.len() as u32,
+                                completion_tokens: n_gen,
+                                cached_tokens,
+                            },
+                            finish_reason: "length",
+                        });
+                        return Ok(());
+                    }
+                }
             }
             // The last token allowed is not evaluated: nothing would use its logits, and
             // the cache (with the logits before it) stays exactly the prompt and the reply
@@ -408,18 +491,57 @@ impl Worker<'_> {
         }
         let rest = utf8.finish();
         if !rest.is_empty() {
+            sent.push_str(&rest);
             let _ = events.send(Event::Text(rest));
         }
+        let usage = Usage {
+            prompt_tokens: tokens.len() as u32,
+            completion_tokens: n_gen,
+            cached_tokens,
+        };
         let _ = events.send(Event::Done {
-            usage: Usage {
-                prompt_tokens: tokens.len() as u32,
-                completion_tokens: n_gen,
-                cached_tokens: cached_tokens as u32,
-            },
+            usage,
             finish_reason: finish,
         });
+        if ahead {
+            self.ahead = Some(Finished {
+                request: request.clone(),
+                text: sent,
+                // For the request that asks for it: its whole prompt was evaluated before.
+                usage: Usage {
+                    cached_tokens: tokens.len() as u32,
+                    ..usage
+                },
+                finish_reason: finish,
+            });
+        }
         Ok(())
     }
+
+    /// Between the tokens of a generation ahead: what the queue holds for it.
+    fn take_over(&mut self, request: &ChatRequest) -> TakeOver {
+        while let Ok(job) = self.jobs.try_recv() {
+            if !job.request.ahead && job.request.same_reply(request) && self.backlog.is_empty() {
+                return TakeOver::By(job.events);
+            }
+            self.backlog.push_back(job);
+        }
+        if self.backlog.is_empty() {
+            TakeOver::None
+        } else {
+            TakeOver::Stopped
+        }
+    }
+}
+
+/// What a generation ahead does after a token.
+enum TakeOver {
+    /// Goes on: nobody waits.
+    None,
+    /// Goes on for the request whose events these are.
+    By(mpsc::UnboundedSender<Event>),
+    /// Stops: another request waits.
+    Stopped,
 }
 
 /// Marks where message `i`'s text goes in a rendered template: private-use characters no

@@ -264,6 +264,167 @@ fn a_prompt_prefilled_ahead_is_answered_from_the_cache_with_the_same_reply() {
     );
 }
 
+/// A streamed request on its own thread; `started` is told once the first text arrives.
+/// Returns the text, the finish reason and the usage.
+fn stream_in_background(
+    port: u16,
+    body: Value,
+    started: std::sync::mpsc::Sender<()>,
+) -> std::thread::JoinHandle<(String, String, Value)> {
+    std::thread::spawn(move || {
+        let body = body.to_string();
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        write!(
+            s,
+            "POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\nauthorization: Bearer {TOKEN}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        let mut buf = [0u8; 4096];
+        let mut told = false;
+        loop {
+            let n = s.read(&mut buf).unwrap();
+            if n == 0 {
+                break;
+            }
+            out.extend_from_slice(&buf[..n]);
+            if !told && String::from_utf8_lossy(&out).contains("\"content\"") {
+                let _ = started.send(());
+                told = true;
+            }
+        }
+        let text = String::from_utf8_lossy(&out).to_string();
+        let (_, body) = text.split_once("\r\n\r\n").unwrap();
+        let chunks: Vec<Value> = dechunk(body)
+            .split("\n\n")
+            .filter_map(|e| e.strip_prefix("data: "))
+            .filter(|e| *e != "[DONE]")
+            .map(|e| serde_json::from_str(e).unwrap())
+            .collect();
+        let content = chunks
+            .iter()
+            .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+            .collect();
+        let finish = chunks
+            .iter()
+            .find_map(|c| c["choices"][0]["finish_reason"].as_str())
+            .unwrap_or_default()
+            .to_string();
+        (content, finish, chunks.last().unwrap()["usage"].clone())
+    })
+}
+
+/// Issue 12: a reply generated ahead (`"ahead": true`, a transcript made while the key is
+/// still held) is the reply of the request that confirms it — taken over while it is
+/// still being generated, or given whole once it is done — and exactly what that request
+/// would have got on its own; any other request stops it at once, and a finished one is
+/// given once only.
+#[test]
+#[ignore = "needs the SmolLM2 model that scripts/test.sh fetches into HARK_MODELS_DIR"]
+fn a_reply_generated_ahead_goes_to_the_request_that_confirms_it_and_another_request_stops_it() {
+    let model = model();
+    let server = start(&model, 2048);
+    let ask = |msgs: &Value, extra: Value| -> (String, Value) {
+        let (status, body) = request(server.port, "POST", "/v1/chat/completions", &chat(msgs.clone(), extra));
+        assert_eq!(status, 200, "{body}");
+        let v: Value = serde_json::from_str(&body).unwrap();
+        (
+            v["choices"][0]["message"]["content"].as_str().unwrap().to_string(),
+            v["usage"].clone(),
+        )
+    };
+    let cached = |u: &Value| u["prompt_tokens_details"]["cached_tokens"].as_u64().unwrap();
+    let long = json!([{"role": "user", "content": "Write a long story about a dragon who learns to read."}]);
+    let other = json!([{"role": "system", "content": "You answer in French."},
+                       {"role": "user", "content": "Bonjour, comment vas-tu ?"}]);
+    let limit = json!({"max_tokens": 400});
+    let ahead = json!({"max_tokens": 400, "ahead": true, "stream": true, "stream_options": {"include_usage": true}});
+
+    // The reference: the request on its own, evaluated from scratch.
+    ask(&other, json!({"max_tokens": 4}));
+    let (reference, usage) = ask(&long, limit.clone());
+    let prompt_tokens = usage["prompt_tokens"].as_u64().unwrap();
+    let reference_tokens = usage["completion_tokens"].as_u64().unwrap();
+    assert!(reference_tokens > 100, "a long reply to take over: {usage}");
+
+    // Taken over while it runs: the ahead client's reply ends where the request came, the
+    // request gets everything, the same as the reference.
+    ask(&other, json!({"max_tokens": 4}));
+    let (tx, started) = std::sync::mpsc::channel();
+    let early = stream_in_background(server.port, chat(long.clone(), ahead.clone()), tx);
+    started
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the reply ahead started");
+    let (answer, usage) = ask(&long, limit.clone());
+    assert_eq!(answer, reference, "the reply taken over differs from the request's own");
+    assert_eq!(usage["completion_tokens"].as_u64().unwrap(), reference_tokens);
+    assert_eq!(
+        cached(&usage),
+        prompt_tokens,
+        "evaluated before the request came: {usage}"
+    );
+    let (early_text, early_finish, early_usage) = early.join().unwrap();
+    assert_eq!(early_finish, "length");
+    assert!(
+        early_usage["completion_tokens"].as_u64().unwrap() < reference_tokens && reference.starts_with(&early_text),
+        "the ahead client's reply ends at the take-over: {early_usage} {early_text:?}"
+    );
+
+    // Done before the request comes: given whole, once.
+    ask(&other, json!({"max_tokens": 4}));
+    let (tx, _started) = std::sync::mpsc::channel();
+    let (done_text, _, _) = stream_in_background(server.port, chat(long.clone(), ahead.clone()), tx)
+        .join()
+        .unwrap();
+    assert_eq!(done_text, reference);
+    let quick = Instant::now();
+    let (answer, usage) = ask(&long, limit.clone());
+    let replayed = quick.elapsed();
+    assert_eq!(answer, reference);
+    assert_eq!(cached(&usage), prompt_tokens, "{usage}");
+    let again = Instant::now();
+    let (answer, usage) = ask(&long, limit.clone());
+    assert_eq!(answer, reference);
+    assert!(
+        cached(&usage) < prompt_tokens,
+        "generated again, not given twice: {usage}"
+    );
+    assert!(
+        replayed < again.elapsed(),
+        "given at once ({replayed:?}) against generated ({:?})",
+        again.elapsed()
+    );
+
+    // Another request stops it at its next token, and what it made is not given later.
+    let (tx, started) = std::sync::mpsc::channel();
+    ask(&other, json!({"max_tokens": 4}));
+    let stopped = stream_in_background(server.port, chat(long.clone(), ahead), tx);
+    started
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the reply ahead started");
+    let (_, usage) = ask(&other, json!({"max_tokens": 4}));
+    assert_eq!(usage["completion_tokens"], 4);
+    let (_, finish, stopped_usage) = stopped.join().unwrap();
+    assert_eq!(finish, "length");
+    assert!(
+        stopped_usage["completion_tokens"].as_u64().unwrap() < reference_tokens,
+        "{stopped_usage}"
+    );
+    let (_, usage) = ask(&long, limit);
+    assert!(cached(&usage) < prompt_tokens / 2, "evaluated again: {usage}");
+
+    // A bad value is refused by name.
+    let (status, body) = request(
+        server.port,
+        "POST",
+        "/v1/chat/completions",
+        &chat(long, json!({"ahead": "yes"})),
+    );
+    assert_eq!(status, 400);
+    assert!(body.contains("ahead: \\\"yes\\\" is not a boolean"), "{body}");
+}
+
 #[test]
 #[ignore = "needs the SmolLM2 model that scripts/test.sh fetches into HARK_MODELS_DIR"]
 fn bad_requests_and_oversized_prompts_are_refused_in_the_openai_error_format() {

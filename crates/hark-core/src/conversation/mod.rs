@@ -373,6 +373,7 @@ impl Conversation {
             raw_tokens: raw,
             tools: self.tools.clone(),
             max_tokens: None,
+            ahead: false,
         })
     }
 
@@ -408,6 +409,7 @@ impl Conversation {
             raw_tokens: 0,
             tools: self.tools.clone(),
             max_tokens: Some(1),
+            ahead: false,
         }
     }
 

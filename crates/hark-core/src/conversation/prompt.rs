@@ -23,6 +23,11 @@ pub struct Prompt {
     /// model's configured budget.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
+    /// Generate the reply ahead of the turn that will want it (a transcript made while the
+    /// key is still held, issue 12): `hark-llm` hands it to the same request when the turn
+    /// sends it, and drops it for any other. Only a local model is ever asked.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ahead: bool,
 }
 
 /// A tool offered to the model: providers send it as Anthropic `tools[]`

@@ -54,6 +54,10 @@ pub fn request_body(config: &ProviderConfig, prompt: &Prompt) -> Value {
     if let Some(t) = config.temperature {
         body["temperature"] = json!(t);
     }
+    if prompt.ahead {
+        // hark-llm's own field (see `Prompt::ahead`); no cloud request carries it.
+        body["ahead"] = json!(true);
+    }
     if !prompt.tools.is_empty() {
         body["tools"] = prompt
             .tools
@@ -286,5 +290,12 @@ mod tests {
             json!([{"type": "function", "function": {"name": "get_weather", "description": "Weather at a place.",
                     "parameters": {"type": "object", "properties": {}}}}])
         );
+        // hark-llm's reply ahead (issue 12) only when the prompt asks for it; the exact
+        // body above carries no such field.
+        let ahead = Prompt {
+            ahead: true,
+            ..with_tools
+        };
+        assert_eq!(request_body(&cfg, &ahead)["ahead"], true);
     }
 }

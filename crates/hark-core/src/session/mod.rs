@@ -157,10 +157,12 @@ pub struct Prefiller {
 
 impl Prefiller {
     /// Evaluates, in the background, the request the turn will make: with `utterance`,
-    /// the whole request for it (recall included) as [`ChatSession::send`] builds it;
-    /// without, what comes before the utterance (its user turn opened with an empty
-    /// message, so a chat template's turn header is evaluated too). One token is asked
-    /// for; a failure only means the turn evaluates everything itself.
+    /// the whole request for it (recall included) as [`ChatSession::send`] builds it, and
+    /// its reply generated ahead (`Prompt::ahead`: the model hands it to the turn's
+    /// identical request; aborting the task stops it); without, what comes before the
+    /// utterance (its user turn opened with an empty message, so a chat template's turn
+    /// header is evaluated too), one token asked for. A failure only means the turn
+    /// evaluates everything itself.
     pub fn prefill(&self, utterance: Option<String>) -> tokio::task::JoinHandle<()> {
         let this = self.clone();
         tokio::spawn(async move {
@@ -183,7 +185,9 @@ impl Prefiller {
                             conv.set_recall(None);
                         }
                         let mut p = conv.prompt().ok()?;
-                        p.max_tokens = Some(1);
+                        // The turn's own budget: the reply is generated ahead, for the
+                        // turn's identical request to take over (`Prompt::ahead`).
+                        p.ahead = true;
                         Some(p)
                     })
                     .await;

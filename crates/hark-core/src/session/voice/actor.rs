@@ -3,7 +3,7 @@
 //! can race. Callers hold a cheap [`VoiceHandle`] (a bounded channel, with `oneshot`
 //! replies where a caller wants the outcome), as in mini-redis's clients.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use tokio::sync::{mpsc, oneshot, Notify};
@@ -493,10 +493,13 @@ fn voiced_end(samples: &[f32]) -> usize {
 /// as before. Speech that never pauses before the release costs nothing extra.
 ///
 /// A transcript finished while the key is still held is also handed to the local model
-/// (`prefiller`), which evaluates the whole request it would make: a release that confirms
-/// it finds the request evaluated, and the reply's first token comes without evaluating
-/// anything (`hark-llm` keeps the logits). One finished after the release is not: the turn
-/// sends the same request at once.
+/// (`prefiller`), which evaluates the whole request it would make and goes on to generate
+/// its reply while the key is still held: a release that confirms it finds the request
+/// evaluated and as much of the reply made as the time allowed — `hark-llm` hands it, and
+/// the rest as it comes, to the turn's identical request. A word spoken after that pause,
+/// or a release that does not confirm it, stops the generation (the model stops at its
+/// next token, and the CPU goes to the transcription that counts). One finished after the
+/// release is not handed over: the turn sends the same request at once.
 ///
 /// Transcribing while the user still speaks (between pauses, for the model to evaluate the
 /// words so far) was tried and measured: on 2 cores that work took the CPU from the pause's
@@ -516,26 +519,34 @@ struct Run {
     /// Stops it early.
     stop: CancellationToken,
     task: tokio::task::JoinHandle<Result<String, crate::provider::ProviderError>>,
+    /// The request made from its transcript, evaluated and answered ahead.
+    ahead: Arc<Mutex<Option<JoinHandle<()>>>>,
 }
 
 impl Run {
     /// Stops it: whisper gives up at its next step (its thread cannot be aborted from
-    /// outside), and what it would have said is neither used nor evaluated.
+    /// outside), and what it would have said is neither used nor evaluated; a reply
+    /// already being generated from it is dropped (the model stops at its next token).
     fn cancel(&self) {
         self.stop.cancel();
+        if let Some(ahead) = self.ahead.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            ahead.abort();
+        }
     }
 }
 
 impl Speculation {
     fn after_chunk(&mut self, voice: &Voice, all: &[f32]) {
         let end = voiced_end(all);
-        if let Some(r) = self.running.as_ref().filter(|r| !r.task.is_finished()) {
-            if end <= r.covered {
+        if let Some(r) = self.running.as_ref() {
+            if end > r.covered {
+                // The user spoke on: it hears less than the utterance and would be thrown
+                // away at the release, so it stops now (with the reply made from it) and
+                // leaves the CPU to the next pause's.
+                r.cancel();
+            } else if !r.task.is_finished() {
                 return; // one at a time; the next pause starts the next
             }
-            // The user spoke on: it hears less than the utterance and would be thrown
-            // away at the release, so it stops now and leaves the CPU to the next pause's.
-            r.cancel();
         }
         let covered = self.running.as_ref().map_or(0, |r| r.covered);
         if end == 0 || end <= covered || all.len() - end < PAUSE {
@@ -549,11 +560,16 @@ impl Speculation {
         let (prefiller, held) = (self.prefiller.clone(), self.held.clone());
         let stop = CancellationToken::new();
         let until = stop.clone();
+        let ahead = Arc::new(Mutex::new(None));
+        let slot = ahead.clone();
         let task = tokio::spawn(async move {
             let text = stt.transcribe_until(&clip, &until).await;
             if let (Ok(t), Some(p)) = (&text, prefiller) {
+                // Under the lock `Run::cancel` takes: a cancel either comes first (nothing
+                // starts) or finds the request to stop.
+                let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
                 if !held.is_cancelled() && !until.is_cancelled() && !t.trim().is_empty() {
-                    p.prefill(Some(t.trim().to_string()));
+                    *slot = Some(p.prefill(Some(t.trim().to_string())));
                 }
             }
             text
@@ -562,6 +578,7 @@ impl Speculation {
             covered: end,
             stop,
             task,
+            ahead,
         };
         if let Some(old) = self.running.replace(run) {
             old.cancel();

@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 use super::*;
 use crate::audio::input::{Script, Scripted};
 use crate::audio::playback::{AudioOut, ClockOut, Heard, Tracker};
-use crate::conversation::{HistorySettings, MessageKind, PromptMessage};
+use crate::conversation::{HistorySettings, MessageKind, Prompt, PromptMessage};
 use crate::error::ErrorKind;
 use crate::session::voice::{respond, Utterance};
 use crate::store::Store;
@@ -508,13 +508,62 @@ async fn a_transcript_made_while_the_key_is_held_is_evaluated_before_the_release
     assert_eq!(opening.messages, vec![PromptMessage::User { text: String::new() }]);
     assert_eq!(opening.max_tokens, Some(1));
     assert_eq!(held.messages, vec![PromptMessage::User { text: heard.clone() }]);
-    assert_eq!(held.max_tokens, Some(1));
+    assert!(held.ahead, "its reply is generated ahead, for the turn to take over");
     assert_eq!(sent.len(), 3, "{sent:#?}");
     let turn = &sent[2];
     assert_eq!(turn.messages, held.messages, "the turn asks what was evaluated ahead");
     assert_eq!(turn.system, held.system);
     assert_eq!(turn.tools, held.tools);
-    assert_ne!(turn.max_tokens, Some(1));
+    assert_eq!(turn.max_tokens, held.max_tokens, "the same budget, so the same reply");
+    assert!(!turn.ahead);
+    assert_eq!(model.abandoned(), 0, "the reply ahead was not stopped");
+}
+
+/// Issue 12: a reply generated ahead from a pause's transcript is dropped as soon as the
+/// user speaks past that pause (the model stops generating it, and the CPU goes to the
+/// transcription that counts); the one from the pause that ends the utterance is the one
+/// the turn's identical request takes over.
+#[tokio::test]
+async fn a_reply_generated_ahead_is_dropped_when_the_user_speaks_on() {
+    let store = Arc::new(Store::open_in_memory().unwrap());
+    let model = ScriptedModel::new();
+    model.push(Reply::text("Okay.")); // the opening, at the press
+                                      // The first pause's reply ahead would take a second.
+    model.push(Reply::Text {
+        text: "one two three four five six seven eight nine ten".into(),
+        delay: Duration::from_millis(100),
+    });
+    let mut chat =
+        ChatSession::create(store, Box::new(model.clone()), "Be brief.", HistorySettings::default()).unwrap();
+    chat.set_prefill(true);
+    // A pause at 600 ms: its transcript at ~810 ms starts the first reply ahead (until
+    // ~1,810 ms); speech again from 900 to 1,200 ms, the second pause's transcript at ~1,410
+    // ms; the key comes up at 2,000 ms.
+    let mut script = speech_samples(600);
+    script.extend(silence(300));
+    script.extend(speech_samples(300));
+    script.extend(silence(800));
+    let (session, mut events) = scripted_session(chat, Measuring::default(), script, Pipeline::Overlapped);
+    session.handle().key(Key::Press).unwrap();
+    tokio::time::sleep(Duration::from_millis(2_000)).await;
+    session.handle().key(Key::Release).unwrap();
+    wait_for(&mut events, "the turn", |e| {
+        matches!(e, VoiceEvent::TurnFinished { .. })
+    })
+    .await;
+    let sent = model.prompts();
+    session.shutdown().await.unwrap();
+
+    let ahead: Vec<&Prompt> = sent.iter().filter(|p| p.ahead).collect();
+    assert_eq!(ahead.len(), 2, "one reply ahead a pause: {sent:#?}");
+    assert_eq!(model.abandoned(), 1, "the first was dropped when the user spoke on");
+    let turn = sent.last().unwrap();
+    assert!(!turn.ahead);
+    assert_eq!(
+        turn.messages, ahead[1].messages,
+        "the turn asks what the last pause heard"
+    );
+    assert_ne!(turn.messages, ahead[0].messages);
 }
 
 /// Without prefill (a cloud model: it would bill each one) nothing is sent before the turn.
