@@ -94,13 +94,13 @@ impl ChatModel for ScriptedModel {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(prompt.clone());
-        let mut unfinished = Unfinished(Some(self.abandoned.clone()));
         let next = self.script.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
         let (text, delay) = match next.unwrap_or_else(|| Reply::text("Okay.")) {
             Reply::Text { text, delay } => (text, delay),
             Reply::Panic(what) => panic!("{what}"),
             Reply::Fail(kind, message) => return Err(ProviderError::new("scripted", kind, message)),
         };
+        let mut unfinished = Unfinished(Some(self.abandoned.clone()));
         let mut sent = String::new();
         for (i, word) in text.split(' ').enumerate() {
             if !delay.is_zero() {
