@@ -413,6 +413,11 @@ impl Worker<'_> {
         let mut finish = "length";
         let mut pos = tokens.len() as i32;
         let mut cached_tokens = cached_tokens as u32;
+        let so_far = |completion_tokens, cached_tokens| Usage {
+            prompt_tokens: tokens.len() as u32,
+            completion_tokens,
+            cached_tokens,
+        };
         let mut ahead = request.ahead;
         // What has been sent, for a request that takes a generation ahead over.
         let mut sent = String::new();
@@ -439,15 +444,7 @@ impl Worker<'_> {
                     TakeOver::None => {}
                     TakeOver::By(new) => {
                         // The ahead client's reply ends here; the new one gets it all.
-                        let _ = events.send(Event::Done {
-                            usage: Usage {
-                                prompt_tokens: tokens.len() as u32,
-                                completion_tokens: n_gen,
-                                cached_tokens,
-                            },
-                            finish_reason: "length",
-                        });
-                        *events = new;
+                        ended_early(&std::mem::replace(events, new), so_far(n_gen, cached_tokens));
                         if !sent.is_empty() && events.send(Event::Text(std::mem::take(&mut sent))).is_err() {
                             self.abandoned.fetch_add(1, Ordering::Relaxed);
                             return Ok(());
@@ -458,14 +455,7 @@ impl Worker<'_> {
                     }
                     TakeOver::Stopped => {
                         // Another request waits: the guess was wrong, it goes first.
-                        let _ = events.send(Event::Done {
-                            usage: Usage {
-                                prompt_tokens: tokens.len() as u32,
-                                completion_tokens: n_gen,
-                                cached_tokens,
-                            },
-                            finish_reason: "length",
-                        });
+                        ended_early(events, so_far(n_gen, cached_tokens));
                         return Ok(());
                     }
                 }
@@ -494,11 +484,7 @@ impl Worker<'_> {
             sent.push_str(&rest);
             let _ = events.send(Event::Text(rest));
         }
-        let usage = Usage {
-            prompt_tokens: tokens.len() as u32,
-            completion_tokens: n_gen,
-            cached_tokens,
-        };
+        let usage = so_far(n_gen, cached_tokens);
         let _ = events.send(Event::Done {
             usage,
             finish_reason: finish,
@@ -532,6 +518,14 @@ impl Worker<'_> {
             TakeOver::Stopped
         }
     }
+}
+
+/// Ends a generation ahead's own reply before its end (taken over, or stopped).
+fn ended_early(events: &mpsc::UnboundedSender<Event>, usage: Usage) {
+    let _ = events.send(Event::Done {
+        usage,
+        finish_reason: "length",
+    });
 }
 
 /// What a generation ahead does after a token.

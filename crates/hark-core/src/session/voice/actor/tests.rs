@@ -477,22 +477,16 @@ async fn the_sequential_pipeline_transcribes_once_after_release() {
     assert!(transcript_ms >= 150, "{transcript_ms} ms");
 }
 
-/// Issue 12: with a local model (prefill on), the press evaluates the request's opening
-/// (its user turn opened, empty), and a transcript made while the key is still held is
-/// evaluated as the whole request before the release: the very prompt the turn sends.
-#[tokio::test]
-async fn a_transcript_made_while_the_key_is_held_is_evaluated_before_the_release() {
+/// A turn with a local model's prefill on: `script` spoken with the key held for `hold`.
+/// Returns the prompts sent before the release, and all of them once the turn is done.
+async fn prefilled_turn(model: &ScriptedModel, script: Vec<f32>, hold: Duration) -> (Vec<Prompt>, Vec<Prompt>) {
     let store = Arc::new(Store::open_in_memory().unwrap());
-    let model = ScriptedModel::new();
     let mut chat =
         ChatSession::create(store, Box::new(model.clone()), "Be brief.", HistorySettings::default()).unwrap();
     chat.set_prefill(true);
-    let mut script = speech_samples(600);
-    script.extend(silence(500));
     let (session, mut events) = scripted_session(chat, Measuring::default(), script, Pipeline::Overlapped);
     session.handle().key(Key::Press).unwrap();
-    // The pause ends at 660 ms, its transcript at ~810 ms; the key comes up at 1,400 ms.
-    tokio::time::sleep(Duration::from_millis(1_400)).await;
+    tokio::time::sleep(hold).await;
     let before = model.prompts();
     session.handle().key(Key::Release).unwrap();
     wait_for(&mut events, "the turn", |e| {
@@ -501,6 +495,19 @@ async fn a_transcript_made_while_the_key_is_held_is_evaluated_before_the_release
     .await;
     let sent = model.prompts();
     session.shutdown().await.unwrap();
+    (before, sent)
+}
+
+/// Issue 12: with a local model (prefill on), the press evaluates the request's opening
+/// (its user turn opened, empty), and a transcript made while the key is still held is
+/// evaluated as the whole request before the release: the very prompt the turn sends.
+#[tokio::test]
+async fn a_transcript_made_while_the_key_is_held_is_evaluated_before_the_release() {
+    let model = ScriptedModel::new();
+    let mut script = speech_samples(600);
+    script.extend(silence(500));
+    // The pause ends at 660 ms, its transcript at ~810 ms; the key comes up at 1,400 ms.
+    let (before, sent) = prefilled_turn(&model, script, Duration::from_millis(1_400)).await;
 
     let heard = format!("{} samples", (600 + PAUSE_MS) * 16);
     assert_eq!(before.len(), 2, "the opening and the held transcript: {before:#?}");
@@ -525,17 +532,14 @@ async fn a_transcript_made_while_the_key_is_held_is_evaluated_before_the_release
 /// the turn's identical request takes over.
 #[tokio::test]
 async fn a_reply_generated_ahead_is_dropped_when_the_user_speaks_on() {
-    let store = Arc::new(Store::open_in_memory().unwrap());
     let model = ScriptedModel::new();
-    model.push(Reply::text("Okay.")); // the opening, at the press
-                                      // The first pause's reply ahead would take a second.
+    // The opening, at the press; then the first pause's reply ahead, which would take a
+    // second.
+    model.push(Reply::text("Okay."));
     model.push(Reply::Text {
         text: "one two three four five six seven eight nine ten".into(),
         delay: Duration::from_millis(100),
     });
-    let mut chat =
-        ChatSession::create(store, Box::new(model.clone()), "Be brief.", HistorySettings::default()).unwrap();
-    chat.set_prefill(true);
     // A pause at 600 ms: its transcript at ~810 ms starts the first reply ahead (until
     // ~1,810 ms); speech again from 900 to 1,200 ms, the second pause's transcript at ~1,410
     // ms; the key comes up at 2,000 ms.
@@ -543,16 +547,7 @@ async fn a_reply_generated_ahead_is_dropped_when_the_user_speaks_on() {
     script.extend(silence(300));
     script.extend(speech_samples(300));
     script.extend(silence(800));
-    let (session, mut events) = scripted_session(chat, Measuring::default(), script, Pipeline::Overlapped);
-    session.handle().key(Key::Press).unwrap();
-    tokio::time::sleep(Duration::from_millis(2_000)).await;
-    session.handle().key(Key::Release).unwrap();
-    wait_for(&mut events, "the turn", |e| {
-        matches!(e, VoiceEvent::TurnFinished { .. })
-    })
-    .await;
-    let sent = model.prompts();
-    session.shutdown().await.unwrap();
+    let (_, sent) = prefilled_turn(&model, script, Duration::from_millis(2_000)).await;
 
     let ahead: Vec<&Prompt> = sent.iter().filter(|p| p.ahead).collect();
     assert_eq!(ahead.len(), 2, "one reply ahead a pause: {sent:#?}");
