@@ -193,7 +193,10 @@ pub fn run() {
             if let tauri::WindowEvent::CloseRequested { api, .. } = event {
                 if window.label() == "main" {
                     api.prevent_close();
-                    let _ = window.hide();
+                    match window.hide() {
+                        Ok(()) => tracing::info!("window closed: hidden, Hark keeps running in the tray"),
+                        Err(e) => tracing::warn!("window closed, but it cannot be hidden: {e}"),
+                    }
                 }
             }
         })

@@ -58,7 +58,8 @@ async fn hark_lives_in_the_tray_and_answers_while_hidden() {
     while let Some(&window) = visible_windows("Hark").first() {
         assert!(
             std::time::Instant::now() < deadline,
-            "the window did not hide ({sent} close requests)"
+            "the window did not hide ({sent} close requests to window {window}); the app's log ends:\n{}",
+            log_tail(&setup, 30)
         );
         request_close(window);
         sent += 1;

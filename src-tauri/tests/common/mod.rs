@@ -396,6 +396,19 @@ pub fn visible_windows(name: &str) -> Vec<u32> {
         .collect()
 }
 
+/// The last `n` lines of the app's log (`hark.log.*` in the setup's log folder), for a
+/// failure message.
+pub fn log_tail(setup: &Setup, n: usize) -> String {
+    let mut text = String::new();
+    for entry in std::fs::read_dir(&setup.logs).into_iter().flatten().flatten() {
+        if entry.file_name().to_string_lossy().starts_with("hark.log") {
+            text.push_str(&std::fs::read_to_string(entry.path()).unwrap_or_default());
+        }
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
 /// Sends a window the close request a window manager sends when its close button is
 /// clicked: a `WM_PROTOCOLS` client message carrying `WM_DELETE_WINDOW`.
 pub fn request_close(window: u32) {

@@ -213,10 +213,11 @@ async fn actor(
                     Action::StartListening => {
                         // While the user speaks, a local model evaluates what the request
                         // will start with, and each transcript made while the key is held
-                        // (see ChatSession::prefill and Speculation).
+                        // (see ChatSession::prefill and Speculation). Practice makes no
+                        // request, so nothing is evaluated for it.
                         let prefiller = chat
                             .as_ref()
-                            .filter(|_| options.pipeline == Pipeline::Overlapped)
+                            .filter(|_| options.pipeline == Pipeline::Overlapped && !practice)
                             .and_then(ChatSession::prefiller);
                         listening = start_listening(&voice, &options, &events, prefiller.clone());
                         if let (Some(_), Some(p)) = (&listening, prefiller) {

@@ -477,20 +477,27 @@ async fn the_sequential_pipeline_transcribes_once_after_release() {
     assert!(transcript_ms >= 150, "{transcript_ms} ms");
 }
 
-/// A turn with a local model's prefill on: `script` spoken with the key held for `hold`.
-/// Returns the prompts sent before the release, and all of them once the turn is done.
-async fn prefilled_turn(model: &ScriptedModel, script: Vec<f32>, hold: Duration) -> (Vec<Prompt>, Vec<Prompt>) {
+/// A turn (or, with `practice`, a practice utterance) with a local model's prefill on:
+/// `script` spoken with the key held for `hold`. Returns the prompts sent before the
+/// release, and all of them once the turn is done.
+async fn prefilled_turn(
+    model: &ScriptedModel,
+    script: Vec<f32>,
+    hold: Duration,
+    practice: bool,
+) -> (Vec<Prompt>, Vec<Prompt>) {
     let store = Arc::new(Store::open_in_memory().unwrap());
     let mut chat =
         ChatSession::create(store, Box::new(model.clone()), "Be brief.", HistorySettings::default()).unwrap();
     chat.set_prefill(true);
     let (session, mut events) = scripted_session(chat, Measuring::default(), script, Pipeline::Overlapped);
+    session.handle().practice(practice).unwrap();
     session.handle().key(Key::Press).unwrap();
     tokio::time::sleep(hold).await;
     let before = model.prompts();
     session.handle().key(Key::Release).unwrap();
     wait_for(&mut events, "the turn", |e| {
-        matches!(e, VoiceEvent::TurnFinished { .. })
+        matches!(e, VoiceEvent::TurnFinished { .. } | VoiceEvent::PracticeHeard { .. })
     })
     .await;
     let sent = model.prompts();
@@ -507,7 +514,7 @@ async fn a_transcript_made_while_the_key_is_held_is_evaluated_before_the_release
     let mut script = speech_samples(600);
     script.extend(silence(500));
     // The pause ends at 660 ms, its transcript at ~810 ms; the key comes up at 1,400 ms.
-    let (before, sent) = prefilled_turn(&model, script, Duration::from_millis(1_400)).await;
+    let (before, sent) = prefilled_turn(&model, script, Duration::from_millis(1_400), false).await;
 
     let heard = format!("{} samples", (600 + PAUSE_MS) * 16);
     assert_eq!(before.len(), 2, "the opening and the held transcript: {before:#?}");
@@ -547,7 +554,7 @@ async fn a_reply_generated_ahead_is_dropped_when_the_user_speaks_on() {
     script.extend(silence(300));
     script.extend(speech_samples(300));
     script.extend(silence(800));
-    let (_, sent) = prefilled_turn(&model, script, Duration::from_millis(2_000)).await;
+    let (_, sent) = prefilled_turn(&model, script, Duration::from_millis(2_000), false).await;
 
     let ahead: Vec<&Prompt> = sent.iter().filter(|p| p.ahead).collect();
     assert_eq!(ahead.len(), 2, "one reply ahead a pause: {sent:#?}");
@@ -559,6 +566,17 @@ async fn a_reply_generated_ahead_is_dropped_when_the_user_speaks_on() {
         "the turn asks what the last pause heard"
     );
     assert_ne!(turn.messages, ahead[0].messages);
+}
+
+/// Practice makes no request, so with a local model's prefill on nothing is sent either:
+/// no opening at the press, no reply ahead from the pause's transcript.
+#[tokio::test]
+async fn practice_sends_a_local_model_nothing() {
+    let model = ScriptedModel::new();
+    let mut script = speech_samples(600);
+    script.extend(silence(500));
+    let (_, sent) = prefilled_turn(&model, script, Duration::from_millis(1_400), true).await;
+    assert!(sent.is_empty(), "{sent:#?}");
 }
 
 /// Without prefill (a cloud model: it would bill each one) nothing is sent before the turn.
