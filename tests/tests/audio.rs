@@ -27,6 +27,12 @@ use hark_core::tts::system::SystemVoice;
 use hark_e2e::{espeak_wav, whisper_model, Behaviour, FakeLlm};
 use tokio::sync::mpsc::UnboundedReceiver;
 
+/// The tests here run one at a time. The spoken conversation plays and records in real
+/// time; whisper on both cores in a test beside it (the stop test's 25 s clip, the unload
+/// test's transcriptions) starved its playback into ALSA underruns that garbled the reply
+/// whisper reads back ("your name is time" in a clean-clone run, with underruns logged).
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn require_audio() {
     assert!(
         std::env::var_os("PULSE_SERVER").is_some(),
@@ -76,6 +82,7 @@ fn stop(mut c: Child) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs virtual audio devices and the whisper model (scripts/test.sh)"]
 async fn a_spoken_conversation_on_virtual_audio_devices_with_barge_in() {
+    let _one = ONE_AT_A_TIME.lock().await;
     require_audio();
     let model = whisper_model();
     let dir = tempfile::tempdir().unwrap();
@@ -246,6 +253,7 @@ async fn a_spoken_conversation_on_virtual_audio_devices_with_barge_in() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the whisper model (scripts/test.sh)"]
 async fn whisper_unloads_after_its_idle_time_reloads_on_use_and_can_stay_loaded() {
+    let _one = ONE_AT_A_TIME.lock().await;
     let model = whisper_model();
     let dir = tempfile::tempdir().unwrap();
     let wav = dir.path().join("u.wav");
@@ -273,6 +281,7 @@ async fn whisper_unloads_after_its_idle_time_reloads_on_use_and_can_stay_loaded(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the whisper model (scripts/test.sh)"]
 async fn a_whisper_transcription_that_is_stopped_gives_up_midway() {
+    let _one = ONE_AT_A_TIME.lock().await;
     let model = whisper_model();
     let dir = tempfile::tempdir().unwrap();
     let wav = dir.path().join("u.wav");
