@@ -159,11 +159,16 @@ impl Prefiller {
     /// Evaluates, in the background, the request the turn will make: with `utterance`,
     /// the whole request for it (recall included) as [`ChatSession::send`] builds it, and
     /// its reply generated ahead (`Prompt::ahead`: the model hands it to the turn's
-    /// identical request; aborting the task stops it); without, what comes before the
-    /// utterance (its user turn opened with an empty message, so a chat template's turn
-    /// header is evaluated too), one token asked for. A failure only means the turn
-    /// evaluates everything itself.
+    /// identical request); without, what comes before the utterance (its user turn opened
+    /// with an empty message, so a chat template's turn header is evaluated too), one
+    /// token asked for. A failure only means the turn evaluates everything itself.
     pub fn prefill(&self, utterance: Option<String>) -> tokio::task::JoinHandle<()> {
+        self.prefill_until(utterance, CancellationToken::new())
+    }
+
+    /// [`Self::prefill`], dropped once `stop` is cancelled: the request ends, and the model
+    /// stops generating at its next token.
+    pub fn prefill_until(&self, utterance: Option<String>, stop: CancellationToken) -> tokio::task::JoinHandle<()> {
         let this = self.clone();
         tokio::spawn(async move {
             let prompt = match utterance {
@@ -198,8 +203,13 @@ impl Prefiller {
                 }
             };
             let (tx, _rx) = mpsc::unbounded_channel();
-            if let Err(e) = this.model.stream(&prompt, &tx).await {
-                tracing::debug!("prefill failed (the turn evaluates everything itself): {e}");
+            tokio::select! {
+                _ = stop.cancelled() => {}
+                done = this.model.stream(&prompt, &tx) => {
+                    if let Err(e) = done {
+                        tracing::debug!("prefill failed (the turn evaluates everything itself): {e}");
+                    }
+                }
             }
         })
     }

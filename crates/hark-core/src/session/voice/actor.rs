@@ -3,7 +3,7 @@
 //! can race. Callers hold a cheap [`VoiceHandle`] (a bounded channel, with `oneshot`
 //! replies where a caller wants the outcome), as in mini-redis's clients.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use tokio::sync::{mpsc, oneshot, Notify};
@@ -520,8 +520,6 @@ struct Run {
     /// Stops it early.
     stop: CancellationToken,
     task: tokio::task::JoinHandle<Result<String, crate::provider::ProviderError>>,
-    /// The request made from its transcript, evaluated and answered ahead.
-    ahead: Arc<Mutex<Option<JoinHandle<()>>>>,
 }
 
 impl Run {
@@ -530,9 +528,6 @@ impl Run {
     /// already being generated from it is dropped (the model stops at its next token).
     fn cancel(&self) {
         self.stop.cancel();
-        if let Some(ahead) = self.ahead.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            ahead.abort();
-        }
     }
 }
 
@@ -561,16 +556,12 @@ impl Speculation {
         let (prefiller, held) = (self.prefiller.clone(), self.held.clone());
         let stop = CancellationToken::new();
         let until = stop.clone();
-        let ahead = Arc::new(Mutex::new(None));
-        let slot = ahead.clone();
         let task = tokio::spawn(async move {
             let text = stt.transcribe_until(&clip, &until).await;
             if let (Ok(t), Some(p)) = (&text, prefiller) {
-                // Under the lock `Run::cancel` takes: a cancel either comes first (nothing
-                // starts) or finds the request to stop.
-                let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
                 if !held.is_cancelled() && !until.is_cancelled() && !t.trim().is_empty() {
-                    *slot = Some(p.prefill(Some(t.trim().to_string())));
+                    // The run's own stop ends the request too (`Run::cancel`).
+                    p.prefill_until(Some(t.trim().to_string()), until.clone());
                 }
             }
             text
@@ -579,7 +570,6 @@ impl Speculation {
             covered: end,
             stop,
             task,
-            ahead,
         };
         if let Some(old) = self.running.replace(run) {
             old.cancel();
