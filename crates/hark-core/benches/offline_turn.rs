@@ -15,6 +15,11 @@
 //! for each, the ratios, the word error rate of the transcripts against the clips' text,
 //! and each voice's real-time factor (compute time / audio time, warm).
 //!
+//! Then the first turn after a start against the second (issue 21): a speech model just
+//! loaded, as a session's start leaves it, with whisper's warm-up decode (Hark now) and
+//! without (loaded only, Hark before), the overlapped pipeline and the OS voice, in the
+//! same run. The app's first-run test asserted this ratio once; it lives here now.
+//!
 //! Run: `scripts/bench-offline-turn.sh [RUNS]` (release builds; fetches the models).
 //! `HARK_BENCH_RUNS` (default 5) conversations per pipeline, each of every clip in turn;
 //! `HARK_BENCH_RELEASE_MS` (default 300) how long after the last word the key comes up;
@@ -428,6 +433,49 @@ fn main() {
         println!();
         for (name, factor, secs) in rtf {
             println!("real-time factor, {name} voice: {factor:.2} ({secs:.1} s of speech, warm)");
+        }
+
+        // The first turn after a start: a speech model just loaded (a new engine each
+        // time), warmed up or not, then two turns.
+        println!("\nThe first turn after a start against the second ({runs} starts each; overlapped, OS voice)");
+        println!(
+            "{:<24} {:>26} {:>26} {:>8}",
+            "start", "1st turn → transcript/audio", "2nd turn → transcript/audio", "1st/2nd"
+        );
+        for (name, warm) in [("loaded only (before)", false), ("loaded + warm-up (now)", true)] {
+            let (mut first, mut second) = (Vec::new(), Vec::new());
+            for _ in 0..runs {
+                let fresh = WhisperStt::load(&models.path(stt)).expect("whisper");
+                fresh.set_unload_after(None);
+                if warm {
+                    fresh.warm_up();
+                    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+                    while !fresh.is_warm() {
+                        assert!(std::time::Instant::now() < deadline, "whisper did not warm up in 60 s");
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                } else {
+                    fresh.load_weights().expect("whisper loads");
+                }
+                let voice = Voice {
+                    stt: Arc::new(fresh),
+                    tts: system.clone(),
+                    out: Arc::new(ClockOut::new()),
+                };
+                let m = conversation(Pipeline::Overlapped, &server, &voice, &clips[1..3]).await;
+                first.push((m[0].transcript, m[0].first_audio));
+                second.push((m[1].transcript, m[1].first_audio));
+            }
+            let med = |v: &[(f64, f64)], f: fn(&(f64, f64)) -> f64| percentile(&v.iter().map(f).collect::<Vec<_>>(), 0.5);
+            let t: fn(&(f64, f64)) -> f64 = |x| x.0;
+            let a: fn(&(f64, f64)) -> f64 = |x| x.1;
+            println!(
+                "{:<24} {:>26} {:>26} {:>7.2}×",
+                name,
+                format!("p50 {:.0} / {:.0} ms", med(&first, t), med(&first, a)),
+                format!("p50 {:.0} / {:.0} ms", med(&second, t), med(&second, a)),
+                med(&first, a) / med(&second, a)
+            );
         }
     });
 }

@@ -3,9 +3,14 @@
 //! The model is loaded once; each utterance gets a fresh state on a blocking thread. The
 //! encoder window (`audio_ctx`) is scaled to the clip: whisper pads everything to 30 s by
 //! default, and short push-to-talk clips run 4-7× faster with a window that fits them.
+//!
+//! After each load, one throw-away decode of silence warms whisper.cpp up (its first
+//! decode after a load costs about a quarter of a second more), in the background at the
+//! lowest priority on one thread, and stopped by any real transcription: a running turn
+//! always comes first (issue 21).
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -37,6 +42,18 @@ struct Inner {
     /// The conversation language (ISO 639-1); `None`: detected (multilingual models) or
     /// English (English-only models such as tiny.en).
     language: Mutex<Option<&'static str>>,
+    /// The warm-up: which loaded model it warmed, and the stop of the one running.
+    warm: Mutex<Warm>,
+}
+
+/// What the warm-up decode has done (see the module's opening).
+#[derive(Default)]
+struct Warm {
+    /// The model a warm-up decode finished on; a model loaded again after an unload is
+    /// another one, and is warmed again.
+    done: Weak<WhisperContext>,
+    /// The warm-up running now, stopped when a transcription starts.
+    running: Option<CancellationToken>,
 }
 
 /// How long an unused model stays in memory by default.
@@ -80,6 +97,7 @@ impl WhisperStt {
             ctx,
             threads,
             language: Mutex::new(None),
+            warm: Mutex::new(Warm::default()),
         });
         Ok(Self { inner })
     }
@@ -108,6 +126,66 @@ impl WhisperStt {
     pub fn is_loaded(&self) -> bool {
         self.inner.ctx.is_loaded()
     }
+
+    /// Loads the weights now (blocking), without the warm-up: what a session's start did
+    /// before the warm-up (the benchmark's "before").
+    pub fn load_weights(&self) -> Result<(), ProviderError> {
+        self.context().map(drop)
+    }
+
+    /// Whether the model in memory now has been warmed up (its first decode made).
+    pub fn is_warm(&self) -> bool {
+        lock(&self.inner.warm).done.strong_count() > 0 && self.is_loaded()
+    }
+
+    /// Loads the model and makes its first decode (a second of silence), on a thread of
+    /// the lowest priority with one whisper thread, so a turn running meanwhile (the
+    /// local model's prefill, another app) keeps the CPU; a transcription that starts
+    /// stops it at whisper.cpp's next abort check. Returns at once; does nothing when the
+    /// model in memory is warm or a warm-up runs.
+    pub fn warm_up(&self) {
+        let stop = {
+            let mut warm = lock(&self.inner.warm);
+            if warm.running.is_some() || (warm.done.strong_count() > 0 && self.is_loaded()) {
+                return;
+            }
+            let stop = CancellationToken::new();
+            warm.running = Some(stop.clone());
+            stop
+        };
+        let this = self.clone();
+        std::thread::spawn(move || {
+            lower_this_threads_priority();
+            // Loads (an error shows when transcribing), then the first decode.
+            let warmed = this.context().ok().filter(|ctx| {
+                let silence = vec![0.0f32; STT_RATE as usize + STT_RATE as usize / 10];
+                !stop.is_cancelled() && decode(ctx, &silence, "en", 1, Some(&stop)).is_ok()
+            });
+            let mut warm = lock(&this.inner.warm);
+            if let Some(ctx) = warmed {
+                warm.done = Arc::downgrade(&ctx);
+                tracing::debug!("whisper warmed up");
+            }
+            warm.running = None;
+        });
+    }
+}
+
+/// The calling thread (and the threads it starts: whisper.cpp's workers inherit it)
+/// runs at the lowest priority. Written here, not with a crate: it is one call per OS,
+/// and a thread-priority crate's Windows path would not reach whisper.cpp's own workers
+/// either (a new thread on Windows starts at normal priority), which one thread avoids.
+fn lower_this_threads_priority() {
+    // SAFETY: plain calls on the calling thread with constant arguments.
+    #[cfg(target_os = "linux")]
+    unsafe {
+        // On Linux the nice value is per thread: `who = 0` is the calling thread.
+        libc::setpriority(libc::PRIO_PROCESS, 0, 19);
+    }
+    #[cfg(target_os = "macos")]
+    unsafe {
+        libc::setpriority(libc::PRIO_DARWIN_THREAD, 0, 1); // 1: background
+    }
 }
 
 /// A poisoned lock here only means a panic elsewhere mid-update of a plain value.
@@ -132,14 +210,10 @@ impl Transcriber for WhisperStt {
         true
     }
 
+    /// Loads and warms up (see [`WhisperStt::warm_up`]) while the user speaks or at a
+    /// session's start.
     fn prepare(&self) {
-        if !self.is_loaded() {
-            let this = self.clone();
-            // Loads while the user speaks; an error shows when transcribing.
-            std::thread::spawn(move || {
-                let _ = this.context();
-            });
-        }
+        self.warm_up();
     }
 
     async fn transcribe(&self, audio: &[f32]) -> Result<String, ProviderError> {
@@ -168,10 +242,13 @@ impl WhisperStt {
         if audio.len() < STT_RATE as usize {
             audio.resize(STT_RATE as usize + STT_RATE as usize / 10, 0.0);
         }
+        // A turn comes first: a warm-up still running stops at its next abort check.
+        if let Some(warming) = lock(&self.inner.warm).running.take() {
+            warming.cancel();
+        }
         let this = self.clone();
         let threads = self.inner.threads;
         tokio::task::spawn_blocking(move || {
-            let err = |e: whisper_rs::WhisperError| ProviderError::new(PROVIDER, ErrorKind::LocalEngine, e.to_string());
             let ctx = this.context()?;
             let language = *lock(&this.inner.language);
             let language = if ctx.is_multilingual() {
@@ -189,35 +266,9 @@ impl WhisperStt {
                     ),
                 ));
             };
-            let mut state = ctx.create_state().map_err(err)?;
-            let mut p = FullParams::new(SamplingStrategy::Greedy { best_of: 1 });
-            p.set_n_threads(threads);
-            p.set_language(Some(language));
-            p.set_audio_ctx(audio_ctx_for(audio.len()));
-            p.set_no_context(true);
-            // Push-to-talk clips are short and Hark uses no timestamps: without them the
-            // decoder makes fewer tokens (about 10 % faster on a 2 s clip here).
-            p.set_no_timestamps(true);
-            p.set_suppress_blank(true);
-            p.set_print_progress(false);
-            p.set_print_realtime(false);
-            p.set_print_special(false);
-            p.set_print_timestamps(false);
-            if let Some(stop) = &stop {
-                // Not whisper-rs's `set_abort_callback_safe`: in 0.16 it hands whisper.cpp a
-                // pointer to a boxed trait object while its trampoline reads it as the
-                // closure itself. A plain function and a pointer to the token instead.
-                // SAFETY: the token outlives `full` below, the only call that uses it.
-                unsafe {
-                    p.set_abort_callback(Some(stop_requested));
-                    p.set_abort_callback_user_data(stop as *const CancellationToken as *mut std::ffi::c_void);
-                }
-            }
-            let done = state.full(p, &audio).map_err(err);
+            let text = decode(&ctx, &audio, language, threads, stop.as_ref());
             this.inner.ctx.touch(); // idle time counts from the end of a use, not its start
-            done?;
-            let text: Vec<String> = state.as_iter().map(|s| s.to_string()).collect();
-            Ok(clean(&text.concat()))
+            text
         })
         .await
         .map_err(|e| {
@@ -228,6 +279,45 @@ impl WhisperStt {
             )
         })?
     }
+}
+
+/// One decode of `audio` (16 kHz mono, a second or more) on a fresh state; with `stop`, it
+/// gives up (an error) once that is cancelled.
+fn decode(
+    ctx: &WhisperContext,
+    audio: &[f32],
+    language: &str,
+    threads: i32,
+    stop: Option<&CancellationToken>,
+) -> Result<String, ProviderError> {
+    let err = |e: whisper_rs::WhisperError| ProviderError::new(PROVIDER, ErrorKind::LocalEngine, e.to_string());
+    let mut state = ctx.create_state().map_err(err)?;
+    let mut p = FullParams::new(SamplingStrategy::Greedy { best_of: 1 });
+    p.set_n_threads(threads);
+    p.set_language(Some(language));
+    p.set_audio_ctx(audio_ctx_for(audio.len()));
+    p.set_no_context(true);
+    // Push-to-talk clips are short and Hark uses no timestamps: without them the
+    // decoder makes fewer tokens (about 10 % faster on a 2 s clip here).
+    p.set_no_timestamps(true);
+    p.set_suppress_blank(true);
+    p.set_print_progress(false);
+    p.set_print_realtime(false);
+    p.set_print_special(false);
+    p.set_print_timestamps(false);
+    if let Some(stop) = stop {
+        // Not whisper-rs's `set_abort_callback_safe`: in 0.16 it hands whisper.cpp a
+        // pointer to a boxed trait object while its trampoline reads it as the
+        // closure itself. A plain function and a pointer to the token instead.
+        // SAFETY: the token outlives `full` below, the only call that uses it.
+        unsafe {
+            p.set_abort_callback(Some(stop_requested));
+            p.set_abort_callback_user_data(stop as *const CancellationToken as *mut std::ffi::c_void);
+        }
+    }
+    state.full(p, audio).map_err(err)?;
+    let text: Vec<String> = state.as_iter().map(|s| s.to_string()).collect();
+    Ok(clean(&text.concat()))
 }
 
 /// Drops whisper's non-speech markers (`[BLANK_AUDIO]`, `(silence)`, `[Music]`) and trims.
