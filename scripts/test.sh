@@ -8,9 +8,21 @@
 # they use the real OS keychain, real audio devices and the real window without touching
 # yours. Every test runs for real here: one whose environment is missing fails.
 # Extra arguments go to the test binaries (e.g. a test name filter).
+#
+# Every test binary runs even when one fails (`--no-fail-fast`), and the run ends with one
+# line of counts (`N passed, N failed, N ignored`) and the failing tests' names.
+#
+#   scripts/test.sh --repeat N [FILTER]   the flake finder: after the same checks and build,
+#                                         the app, audio and first-run tests N times in a
+#                                         row, then each test's pass count (N/N or not).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CI=true
+REPEAT=0
+if [ "${1:-}" = "--repeat" ]; then
+  REPEAT="${2:?usage: scripts/test.sh --repeat N [FILTER]}"
+  shift 2
+fi
 
 scripts/install-deps.sh
 # Models live outside the clone too (1.3 GB; fetched once, checked against their pins).
@@ -43,12 +55,57 @@ trap 'rm -rf "$SANDBOX"' EXIT
 mkdir -p "$SANDBOX/home" "$SANDBOX/run"
 chmod 700 "$SANDBOX/run"
 
-echo "== cargo test (virtual display, private Secret Service, virtual speaker and microphone)"
+if [ "$REPEAT" -gt 0 ]; then
+  echo "== the app, audio and first-run tests, $REPEAT times (virtual display, Secret Service, audio)"
+  TESTS='cargo test --locked -p hark-app --test app --test resident --test first_run -- --include-ignored
+cargo test --locked -p hark-e2e --test audio -- --include-ignored'
+else
+  echo "== cargo test (virtual display, private Secret Service, virtual speaker and microphone)"
+  TESTS='cargo test --workspace --locked --no-fail-fast -- --include-ignored'
+  REPEAT=1
+fi
+# Each run's output is kept for the counts below (cargo's `test NAME ... ok|FAILED` lines).
+LOGS="$SANDBOX/logs"
+mkdir -p "$LOGS"
+status=0
 HOME="$SANDBOX/home" XDG_RUNTIME_DIR="$SANDBOX/run" XDG_DATA_HOME="$SANDBOX/home/.local/share" \
   xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- bash -c '
     set -euo pipefail
+    sandbox=$1 repeat=$2 tests=$3 logs=$4
+    shift 4
     printf %s hark-test-keyring | gnome-keyring-daemon --unlock --components=secrets >/dev/null
-    eval "$(scripts/virtual-audio.sh start "$0/audio")"
+    eval "$(scripts/virtual-audio.sh start "$sandbox/audio")"
     trap "scripts/virtual-audio.sh stop" EXIT
-    cargo test --workspace --locked -- --include-ignored "$@"
-  ' "$SANDBOX" "$@"
+    mapfile -t commands <<< "$tests"
+    failed=0
+    for run in $(seq "$repeat"); do
+      [ "$repeat" -gt 1 ] && echo "-- run $run of $repeat"
+      for command in "${commands[@]}"; do
+        # shellcheck disable=SC2086
+        $command "$@" 2>&1 | tee -a "$logs/run-$run.txt" || failed=1
+      done
+    done
+    exit $failed
+  ' bash "$SANDBOX" "$REPEAT" "$TESTS" "$LOGS" "$@" || status=$?
+
+if [ "$REPEAT" -gt 1 ]; then
+  echo "== passes per test, of $REPEAT runs"
+  cat "$LOGS"/run-*.txt | sed -n 's/^test \(.*\) \.\.\. \(ok\|FAILED\)$/\2 \1/p' | awk -v n="$REPEAT" '
+    { if ($1 == "ok") ok[$2]++; else ok[$2] += 0 }
+    END { for (t in ok) printf "%3d/%d  %s\n", ok[t], n, t }' | sort -k2
+fi
+failures=$(cat "$LOGS"/run-*.txt | sed -n 's/^test \(.*\) \.\.\. FAILED$/\1/p' | sort | uniq -c)
+if [ -n "$failures" ]; then
+  echo "== failed (times, test):"
+  echo "$failures"
+fi
+# One closing line: the counts over every test binary (and every run with --repeat).
+cat "$LOGS"/run-*.txt | awk '
+  /^test result:/ {
+    for (i = 2; i <= NF; i++) {
+      if ($(i) ~ /^passed;?$/) p += $(i - 1)
+      if ($(i) ~ /^failed;?$/) f += $(i - 1)
+    }
+  }
+  END { printf "%d passed, %d failed\n", p, f }'
+exit "$status"
