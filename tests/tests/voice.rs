@@ -103,8 +103,10 @@ async fn a_spoken_turn_plays_every_sentence_and_records_its_metrics() {
     let m = spoken.metrics;
     assert_eq!(m.transcript_ms, Some(120));
     assert!(m.first_token_ms.is_some() && m.first_audio_byte_ms.is_some());
+    // In order, not within a time: the first sample goes out after the transcript and the
+    // first token (each figure is whole milliseconds, so 1 ms of rounding is allowed).
     let out_ms = m.first_audio_out_ms.unwrap();
-    assert!((120..5_000).contains(&out_ms), "{m:?}");
+    assert!(out_ms + 1 >= 120 + m.first_token_ms.unwrap(), "{m:?}");
     // Stored with the turn (and so exported).
     let MessageKind::Assistant(a) = &r.chat.conversation().record()[1].kind else {
         panic!()
@@ -137,24 +139,32 @@ async fn barge_in_mid_reply_records_heard_less_than_generated_and_the_next_reque
     r.llm.push(Behaviour::Text(STORY.into()));
     let (tx, mut rx) = mpsc::unbounded_channel();
     let barge_in = CancellationToken::new();
-    let b = barge_in.clone();
+    // The barge-in comes once 600 ms of the reply have been played (the speaker's own
+    // count, not a sleep: a sleep on a busy machine overshot into the next sentence),
+    // mid first sentence (its first piece plays 640 ms, the sentence 1.3 s).
+    let (b, out) = (barge_in.clone(), r.voice.out.clone());
+    tokio::spawn(async move {
+        // A deadline that only catches a hang: the reply starts playing within a second.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while out.heard().ms < 600 {
+            assert!(Instant::now() < deadline, "nothing played in 30 s");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        b.cancel();
+    });
     let watcher = tokio::spawn(async move {
         while let Some(e) = rx.recv().await {
-            if e == VoiceEvent::SpeakingStarted {
-                tokio::time::sleep(Duration::from_millis(700)).await;
-                b.cancel();
-            }
             if matches!(e, VoiceEvent::ReplyInterrupted { .. }) {
                 return Some(e);
             }
         }
         None
     });
-    let cut_at = Instant::now();
     let spoken = respond(&mut r.chat, &r.voice, &utterance("Tell me a story"), &barge_in, &tx)
         .await
         .unwrap();
     drop(tx);
+    assert!(r.voice.out.is_idle(), "playback stopped at the barge-in");
     assert!(spoken.interrupted);
     assert!(!spoken.heard.text.is_empty(), "part of the first sentence was heard");
     assert!(STORY.starts_with(&spoken.heard.text), "{:?}", spoken.heard.text);
@@ -163,10 +173,10 @@ async fn barge_in_mid_reply_records_heard_less_than_generated_and_the_next_reque
         "{:?}",
         spoken.heard.text
     );
-    assert!((500..1300).contains(&spoken.heard.ms), "{:?}", spoken.heard);
     assert!(
-        cut_at.elapsed() < Duration::from_secs(3),
-        "playback stopped at the barge-in"
+        spoken.heard.ms >= 600,
+        "what was played counts as heard: {:?}",
+        spoken.heard
     );
     let event = watcher.await.unwrap().expect("an interrupted event");
     assert!(matches!(event, VoiceEvent::ReplyInterrupted { ref generated, .. } if generated == STORY));

@@ -372,6 +372,8 @@ fn line_reader(child: &mut Child) -> mpsc::Receiver<String> {
     rx
 }
 
+/// The next event of type `ty`; each comes within ~1 s against the loopback servers, so
+/// 20 s only catches a hang.
 fn wait_for(rx: &mpsc::Receiver<String>, ty: &str) -> Value {
     loop {
         let line = rx

@@ -93,16 +93,33 @@ fn request(port: u16, method: &str, path: &str, body: &Value) -> (u16, String) {
 }
 
 /// A raw HTTP/1.1 request with exactly these headers (each ending in CRLF).
+///
+/// The server may answer before the body is written (a 413 for a body over its limit) and
+/// close the connection: the rest of the write then fails (`BrokenPipe`, or
+/// `ConnectionReset`), and the answer already sent is what the caller checks. So a failed
+/// write is followed by the read, and a reset that ends the read keeps what came before it
+/// (a CI run failed at the write here while the 413 was already on its way).
 fn raw(port: u16, method: &str, path: &str, headers: &str, body: &str) -> (u16, String) {
+    use std::io::ErrorKind::{BrokenPipe, ConnectionReset};
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(
-        s,
+    let request = format!(
         "{method} {path} HTTP/1.1\r\n{headers}content-length: {}\r\nconnection: close\r\n\r\n{body}",
         body.len()
-    )
-    .unwrap();
+    );
+    if let Err(e) = s.write_all(request.as_bytes()) {
+        assert!(
+            matches!(e.kind(), BrokenPipe | ConnectionReset),
+            "writing the request: {e}"
+        );
+    }
     let mut out = Vec::new();
-    s.read_to_end(&mut out).unwrap();
+    if let Err(e) = s.read_to_end(&mut out) {
+        assert!(
+            e.kind() == ConnectionReset && !out.is_empty(),
+            "reading the answer ({} bytes before it): {e}",
+            out.len()
+        );
+    }
     let text = String::from_utf8_lossy(&out).to_string();
     let status = text[9..12].parse().unwrap();
     let (_, body) = text.split_once("\r\n\r\n").unwrap();
@@ -353,6 +370,7 @@ fn a_reply_generated_ahead_goes_to_the_request_that_confirms_it_and_another_requ
     ask(&other, json!({"max_tokens": 4}));
     let (tx, started) = std::sync::mpsc::channel();
     let early = stream_in_background(server.port, chat(long.clone(), ahead.clone()), tx);
+    // Its first token comes within ~1 s (SmolLM2 135M); 60 s only catches a hang.
     started
         .recv_timeout(Duration::from_secs(60))
         .expect("the reply ahead started");
@@ -378,22 +396,17 @@ fn a_reply_generated_ahead_goes_to_the_request_that_confirms_it_and_another_requ
         .join()
         .unwrap();
     assert_eq!(done_text, reference);
-    let quick = Instant::now();
+    // Given, not generated: every prompt token counts as cached (a reply generated again
+    // from the cache evaluates the prompt's last token anew, as the second ask shows).
+    // Which one happened is read from the usage, not from a stopwatch (issue 21).
     let (answer, usage) = ask(&long, limit.clone());
-    let replayed = quick.elapsed();
     assert_eq!(answer, reference);
-    assert_eq!(cached(&usage), prompt_tokens, "{usage}");
-    let again = Instant::now();
+    assert_eq!(cached(&usage), prompt_tokens, "given whole: {usage}");
     let (answer, usage) = ask(&long, limit.clone());
     assert_eq!(answer, reference);
     assert!(
         cached(&usage) < prompt_tokens,
         "generated again, not given twice: {usage}"
-    );
-    assert!(
-        replayed < again.elapsed(),
-        "given at once ({replayed:?}) against generated ({:?})",
-        again.elapsed()
     );
 
     // Another request stops it at its next token, and what it made is not given later.
@@ -489,7 +502,8 @@ fn a_client_that_hangs_up_stops_the_generation() {
         let _ = s.read(&mut buf).unwrap();
     }
     // The server notices at its next token and stops (it does not generate 1,500 tokens
-    // for nobody); then it serves the next request.
+    // for nobody); then it serves the next request. It stops within a token (~20 ms);
+    // 60 s only catches a server that generates on.
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let (_, body) = request(server.port, "GET", "/health", &Value::Null);
@@ -522,6 +536,7 @@ fn the_server_exits_when_its_parent_closes_the_stdin_pipe() {
     assert!(server.child.try_wait().unwrap().is_none(), "running");
     // What happens when the parent goes away, however it goes: the pipe closes.
     drop(server.child.stdin.take());
+    // It exits within ~0.1 s of the pipe closing; 30 s only catches one that stays.
     let deadline = Instant::now() + Duration::from_secs(30);
     while server.child.try_wait().unwrap().is_none() {
         assert!(Instant::now() < deadline, "hark-llm kept running without its parent");
@@ -647,6 +662,7 @@ fn an_idle_model_is_unloaded_its_memory_returned_and_the_next_request_reloads_it
     };
     let first = ask();
     let loaded_rss = rss_mb(server.child.id());
+    // Unloaded ~1 s after its 1 s idle limit; 20 s only catches an unloader that never runs.
     let deadline = Instant::now() + Duration::from_secs(20);
     while health(server.port)["loaded"] == true {
         assert!(Instant::now() < deadline, "still loaded 20 s after a 1 s idle limit");

@@ -2,6 +2,11 @@
 //! virtual speaker and microphone, the private Secret Service and loopback providers that
 //! scripts/test.sh provides. Each test runs the app with its own config, database, log
 //! and keychain service.
+//!
+//! No test here asserts a time (issue 21). Where a step is waited for, the wait ends on
+//! the event (a phase in the page, a row in the database, a process gone) and its
+//! deadline only catches a hang: each is at least 10× what the step takes on this 2-core
+//! machine, said beside it.
 #![allow(dead_code)] // each test file uses part of it
 
 use std::net::TcpListener;
@@ -40,7 +45,7 @@ impl Drop for Driver {
     fn drop(&mut self) {
         let _ = Command::new("kill").arg("-TERM").arg(self.0.id().to_string()).status();
         let _ = self.0.wait();
-        stop_test_apps(Duration::from_secs(5));
+        stop_test_apps(Duration::from_secs(5)); // an app exits in ~0.2 s on TERM
     }
 }
 
@@ -75,6 +80,7 @@ pub fn stop_test_apps(grace: Duration) {
             return;
         }
         let _ = Command::new("kill").arg(signal).args(&left).status();
+        // An app exits in ~0.2 s on TERM; after 5 s it is sent KILL.
         let deadline = Instant::now() + Duration::from_secs(5);
         while !test_apps().is_empty() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(100));
@@ -145,6 +151,7 @@ pub async fn open_app(setup: &Setup) -> App {
     // The previous test's app is gone first (its driver was stopped, it may still be
     // exiting, or a failed test left it): tests count processes and share the shortcut
     // keys and the audio devices.
+    // An app exits in ~0.2 s; 15 s only catches one that does not.
     stop_test_apps(Duration::from_secs(10));
     let deadline = Instant::now() + Duration::from_secs(15);
     while app_processes() > 0 {
@@ -192,6 +199,7 @@ pub async fn open_app(setup: &Setup) -> App {
             cmd.env(k, v);
         }
         let driver = Driver(cmd.spawn().expect("tauri-driver"));
+        // tauri-driver listens within ~0.1 s; 20 s only catches one that never does.
         let deadline = Instant::now() + Duration::from_secs(20);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(Instant::now() < deadline, "tauri-driver did not start");
@@ -232,7 +240,8 @@ impl App {
         self.c.execute(script, vec![]).await.unwrap()
     }
 
-    /// Polls a script until `pred` holds for its value (60 s at most).
+    /// Polls a script until `pred` holds for its value (60 s at most: the slowest step
+    /// waited for this way, a spoken offline turn, takes ~3 s here).
     pub async fn wait(&self, what: &str, script: &str, pred: impl Fn(&Value) -> bool) -> Value {
         self.wait_for(what, script, Duration::from_secs(60), pred).await
     }
@@ -448,6 +457,7 @@ pub fn second_launch(setup: &Setup, args: &[&str]) -> (std::process::ExitStatus,
         cmd.env(k, v);
     }
     let mut child = cmd.spawn().unwrap();
+    // A second launch hands over and exits in ~0.3 s; 30 s only catches a hang.
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -557,6 +567,7 @@ pub fn stored(db: &Path) -> Vec<(String, String)> {
 
 /// Waits until the newest stored session holds `n` messages.
 pub async fn wait_stored(db: &Path, n: usize) -> Vec<(String, String)> {
+    // A spoken turn is stored ~1–3 s after the release here; 60 s only catches a hang.
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let m = stored(db);
