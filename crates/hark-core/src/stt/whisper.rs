@@ -242,8 +242,9 @@ impl WhisperStt {
         if audio.len() < STT_RATE as usize {
             audio.resize(STT_RATE as usize + STT_RATE as usize / 10, 0.0);
         }
-        // A turn comes first: a warm-up still running stops at its next abort check.
-        if let Some(warming) = lock(&self.inner.warm).running.take() {
+        // A turn comes first: a warm-up still running stops at its next abort check. Its
+        // token stays until its thread ends, so no second warm-up starts beside it.
+        if let Some(warming) = &lock(&self.inner.warm).running {
             warming.cancel();
         }
         let this = self.clone();
