@@ -10,7 +10,7 @@
 # Extra arguments go to the test binaries (e.g. a test name filter).
 #
 # Every test binary runs even when one fails (`--no-fail-fast`), and the run ends with one
-# line of counts (`N passed, N failed, N ignored`) and the failing tests' names.
+# line of counts (`N passed, N failed`) after the failing tests' names.
 #
 #   scripts/test.sh --repeat N [FILTER]   the flake finder: after the same checks and build,
 #                                         the app, audio and first-run tests N times in a
