@@ -2,6 +2,7 @@
 //!
 //! # Layout
 //! - `resample`: downmix + resample to 16 kHz mono (rubato), RMS level.
+//! - `silence`: speech and silence in 20 ms frames: where speech ends, what a pause is.
 //! - `capture`: a worker thread owns the cpal input stream; the callback only copies samples
 //!   into a lock-free ring; the worker converts them off the callback.
 //! - `input`: [`input::AudioInput`], where utterances come from: the microphone, or a
@@ -16,6 +17,7 @@ pub mod cue;
 pub mod input;
 pub mod playback;
 pub mod resample;
+pub mod silence;
 pub mod wav;
 
 use cpal::traits::{DeviceTrait, HostTrait};

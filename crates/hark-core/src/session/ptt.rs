@@ -101,8 +101,9 @@ pub enum NoTurn {
 
 /// Shortest utterance worth transcribing (16 kHz samples): a quarter second.
 pub const MIN_SAMPLES: usize = 4_000;
-/// Below this RMS level an utterance is silence (about -46 dBFS).
-pub const SILENCE_RMS: f32 = 0.005;
+/// Below this RMS level an utterance is silence (about -46 dBFS); defined with the pause
+/// detection it shares.
+pub use crate::audio::silence::SILENCE_RMS;
 
 /// Whether captured audio is worth a turn.
 pub fn check_utterance(samples: &[f32]) -> Result<(), NoTurn> {

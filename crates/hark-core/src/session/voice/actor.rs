@@ -14,6 +14,7 @@ use super::{answer, Pipeline, Voice, VoiceEvent};
 use crate::audio::cue;
 use crate::audio::input::{AudioInput, InputStream};
 use crate::audio::resample::STT_RATE;
+use crate::audio::silence::{voiced_end, PAUSE};
 use crate::audio::AudioError;
 use crate::session::ptt::{check_utterance, decide, Action, Key, KeyState, Phase, PttMode};
 use crate::session::{ChatSession, Prefiller, TurnError};
@@ -462,31 +463,10 @@ async fn pump(
     Ok((all, transcript))
 }
 
-/// Samples in one frame of the pause detector (20 ms at 16 kHz).
-const FRAME: usize = STT_RATE as usize / 50;
-/// Silence at the end of the capture that counts as a pause (the speaker may be done), in
-/// milliseconds. The speculative clip ends with it, so whisper hears the last word end.
-/// Short, because the turn waits for it: a pause inside the utterance costs only a
-/// transcription that the next word stops (see [`Speculation::after_chunk`]).
-const PAUSE_MS: usize = 60;
-const PAUSE: usize = STT_RATE as usize * PAUSE_MS / 1000;
-
-/// Where the speech in `samples` ends: just past the last 20 ms frame louder than silence
-/// (`ptt::SILENCE_RMS`); 0 when there is none.
-fn voiced_end(samples: &[f32]) -> usize {
-    let mut end = samples.len() - samples.len() % FRAME;
-    while end >= FRAME {
-        if crate::audio::resample::rms(&samples[end - FRAME..end]) >= crate::session::ptt::SILENCE_RMS {
-            return end;
-        }
-        end -= FRAME;
-    }
-    0
-}
-
 /// Transcription while the key is held, for a local engine (issue 12). At each pause
-/// ([`PAUSE_MS`] of silence after new speech) the speech so far is transcribed in the
-/// background; a word spoken after it stops that transcription at once. At
+/// ([`PAUSE_MS`](crate::audio::silence::PAUSE_MS) of silence after new speech) the speech
+/// so far is transcribed in the background; a word spoken after it stops that
+/// transcription at once. At
 /// release, if no word was spoken since the last such transcription began, it is the
 /// transcript: it heard the same speech the whole clip holds (the clip differs only by
 /// trailing silence), so the transcript is the same and release waits only for what of it

@@ -9,6 +9,7 @@ use tokio::sync::mpsc;
 use super::*;
 use crate::audio::input::{Script, Scripted};
 use crate::audio::playback::{AudioOut, ClockOut, Heard, Tracker};
+use crate::audio::silence::PAUSE_MS;
 use crate::conversation::{HistorySettings, MessageKind, Prompt, PromptMessage};
 use crate::error::ErrorKind;
 use crate::session::voice::{respond, Utterance};
