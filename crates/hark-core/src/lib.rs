@@ -16,6 +16,8 @@
 //! - `local`: the offline language model, `hark-llm`, started as a child process.
 //! - `models`: the offline models' manifest (sha256-pinned), resumable first-use downloads,
 //!   and the Whisper CTranslate2 → ggml converter.
+//! - `onnx`: ONNX Runtime, loaded at run time from the manifest's library, and the sessions
+//!   of the models on it (the natural voice, Moonshine).
 //! - `process`: starting helper programs (killed on drop, no console window on Windows).
 //! - `tokens`: token counting (exact BPE for OpenAI models, calibrated estimate otherwise).
 //! - `provider`: language-model providers (Anthropic Messages, OpenAI-compatible Chat
@@ -40,6 +42,7 @@ pub mod idle;
 pub mod language;
 pub mod local;
 pub mod models;
+pub(crate) mod onnx;
 pub mod process;
 pub mod provider;
 pub mod secrets;

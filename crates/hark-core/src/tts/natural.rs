@@ -15,7 +15,7 @@
 //! hands over the first clause, then sentences), which is what keeps the first audio early.
 //! On a small machine it runs on one thread so the local chat model keeps the other core.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -514,40 +514,11 @@ pub fn thread_budget() -> usize {
     }
 }
 
-/// ONNX Runtime is loaded once per process; the first library that loads stays (a failed
-/// load is not remembered, so a library fetched later still loads).
-static RUNTIME: Mutex<Option<PathBuf>> = Mutex::new(None);
-
-fn load_runtime(path: &Path) -> Result<(), ProviderError> {
-    let mut loaded = lock(&RUNTIME);
-    if loaded.is_some() {
-        return Ok(());
-    }
-    if !path.exists() {
-        return Err(err(
-            ErrorKind::LocalEngine,
-            format!(
-                "ONNX Runtime's library {} is not there: fetch it with `hark models fetch kokoro-82m`",
-                path.display()
-            ),
-        ));
-    }
-    let builder = ort::init_from(path).map_err(|e| {
-        err(
-            ErrorKind::LocalEngine,
-            format!("cannot load ONNX Runtime from {}: {e}", path.display()),
-        )
-    })?;
-    let _ = builder.with_name("hark").commit();
-    *loaded = Some(path.to_path_buf());
-    Ok(())
-}
-
 impl Kokoro {
     /// Loads the runtime (once per process), the model and the voices; blocking (half a
     /// second on two cores).
     pub fn load(files: &KokoroFiles, threads: usize) -> Result<Self, ProviderError> {
-        load_runtime(&files.runtime)?;
+        crate::onnx::load_runtime(PROVIDER, &files.runtime, "kokoro-82m")?;
         let bytes = std::fs::read(&files.voices)
             .map_err(|e| err(ErrorKind::LocalEngine, format!("{}: {e}", files.voices.display())))?;
         if bytes.is_empty() || bytes.len() % VOICE_BYTES != 0 || bytes.len() / VOICE_BYTES != VOICES.len() {
@@ -565,20 +536,7 @@ impl Kokoro {
             .chunks_exact(4)
             .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
             .collect();
-        let ort_err = |e: ort::Error| {
-            err(
-                ErrorKind::LocalEngine,
-                format!("cannot load the natural voice's model {}: {e}", files.model.display()),
-            )
-        };
-        let session = ort::session::Session::builder()
-            .map_err(ort_err)?
-            .with_intra_threads(threads.max(1))
-            .map_err(|e| ort_err(e.into()))?
-            .with_inter_threads(1)
-            .map_err(|e| ort_err(e.into()))?
-            .commit_from_file(&files.model)
-            .map_err(ort_err)?;
+        let session = crate::onnx::session(PROVIDER, &files.model, threads, "the natural voice's model")?;
         Ok(Self {
             session: Mutex::new(session),
             voices,
