@@ -28,7 +28,8 @@
 //! - `session`: running a turn end to end: record, request, stream, persist; the voice
 //!   turn loop with barge-in.
 //! - `audio`: capture (cpal), 16 kHz conversion (rubato), playback (rodio), WAV files.
-//! - `stt`: speech-to-text (Deepgram live and prerecorded, OpenAI, offline whisper.cpp).
+//! - `stt`: speech-to-text (Deepgram live and prerecorded, OpenAI, offline whisper.cpp, and
+//!   offline Moonshine with live words).
 //! - `testing`: in-process stand-ins (model, transcriber, voice) for tests and benchmarks.
 //! - `tools`: tools the model may call, and the built-in ones (time, memory, search).
 //! - `tts`: text-to-speech (Deepgram Aura-2, OpenAI, the natural offline voice (Kokoro),

@@ -4,11 +4,17 @@
 //! - `deepgram`: live WebSocket `/v1/listen` (interim results, `Finalize`) and prerecorded.
 //! - `openai`: `/v1/audio/transcriptions` (multipart WAV upload).
 //! - `whisper`: the offline engine, whisper.cpp through whisper-rs (feature `whisper`).
+//! - `moonshine`: the offline engine with live words, Moonshine tiny (English) through
+//!   ONNX Runtime.
+//! - `segment`: live transcription for an offline engine that decodes whole clips: the
+//!   phrase being spoken decoded again as it grows, committed at each pause.
 //! - this file: the traits and the provider choice. Failures use the same
 //!   [`ProviderError`] taxonomy as the language models.
 
 pub mod deepgram;
+pub mod moonshine;
 pub mod openai;
+pub(crate) mod segment;
 #[cfg(feature = "whisper")]
 pub mod whisper;
 
@@ -21,7 +27,7 @@ use crate::provider::ProviderError;
 /// A speech-to-text engine. Audio is always 16 kHz mono f32.
 #[async_trait]
 pub trait Transcriber: Send + Sync {
-    /// Engine name ("deepgram", "openai", "whisper").
+    /// Engine name ("deepgram", "openai", "whisper", "moonshine").
     fn name(&self) -> &'static str;
 
     /// Push-to-talk was pressed: get ready (load a model, warm a connection) while the user

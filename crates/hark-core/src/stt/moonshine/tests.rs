@@ -1,0 +1,114 @@
+use super::*;
+
+/// The pieces of Moonshine's real `tokenizer.json` (useful-moonshine-onnx 20251121) for
+/// the ids below, as its `model.vocab` lists them. The ids and the texts they decode to
+/// come from the Hugging Face `tokenizers` library (0.23.3) on that file:
+/// `Tokenizer.encode(text).ids` and `decode(ids, skip_special_tokens=True)`.
+const VOCAB: &str = r#"{
+  "version": "1.0",
+  "added_tokens": [{"id": 32000, "content": "<<ST_0>>", "special": true}],
+  "model": {
+    "type": "BPE",
+    "byte_fallback": true,
+    "vocab": {
+      "<unk>": 0, "<s>": 1, "</s>": 2, "<0x00>": 3,
+      "▁What": 1724, "▁is": 338, "▁the": 278, "▁capital": 7483, "▁of": 310,
+      "▁France": 3444, "?": 29973,
+      "▁C": 315, "afé": 28059, "▁": 29871, "<0xF0>": 243, "<0x9F>": 162, "<0xA6>": 169,
+      "<0x99>": 156, "▁na": 1055, "ï": 30085, "ve": 345,
+      "▁It": 739, "▁costs": 21544, "3": 29941, ",": 29892, "5": 29945, "0": 29900, "▁€": 25540
+    },
+    "merges": ["▁ t", "e r"]
+  }
+}"#;
+
+fn vocab() -> Vocabulary {
+    Vocabulary::from_tokenizer_json(VOCAB).unwrap()
+}
+
+#[test]
+fn token_ids_decode_as_the_tokenizer_decodes_them() {
+    let v = vocab();
+    // "What is the capital of France?" as Moonshine said it (the notes' espeak clip).
+    assert_eq!(
+        v.decode(&[1, 1724, 338, 278, 7483, 310, 3444, 29973, 2]),
+        "What is the capital of France?"
+    );
+    // Byte fallback: the llama is four byte pieces of UTF-8; "▁" alone is a space.
+    assert_eq!(
+        v.decode(&[1, 315, 28059, 29871, 243, 162, 169, 156, 1055, 30085, 345]),
+        "Café 🦙 naïve"
+    );
+    assert_eq!(
+        v.decode(&[1, 739, 21544, 29871, 29941, 29892, 29945, 29900, 25540]),
+        "It costs 3,50 €"
+    );
+    // Special ids are not text: <s>, </s>, <unk>, and the added tokens past the vocabulary.
+    assert_eq!(v.decode(&[1, 1724, 32000, 338, 0, 2]), "What is");
+    assert_eq!(v.decode(&[]), "");
+    assert_eq!(v.decode(&[-5, 99_999]), "", "ids out of range are skipped");
+}
+
+#[test]
+fn a_broken_byte_run_becomes_a_replacement_character_not_a_panic() {
+    let v = vocab();
+    // The first two bytes of the llama's four, then a word. (The tokenizers library
+    // writes one U+FFFD per byte piece here, "\u{fffd}\u{fffd} is"; a decoder never
+    // stops mid-character in practice, and either way nothing is lost but a broken
+    // character.)
+    assert_eq!(v.decode(&[243, 162, 338]), "\u{fffd} is");
+    assert_eq!(byte_piece("<0x0A>"), Some(b'\n'));
+    assert_eq!(byte_piece("<0x+A>"), None);
+    assert_eq!(byte_piece("<0x0AB>"), None);
+}
+
+#[test]
+fn a_file_that_is_not_a_tokenizer_says_so() {
+    let e = Vocabulary::from_tokenizer_json("{}").unwrap_err();
+    assert!(e.contains("model.vocab"), "{e}");
+    let e = Vocabulary::from_tokenizer_json(r#"{"model": {"vocab": {}}}"#).unwrap_err();
+    assert!(e.contains("0 ids"), "{e}");
+    let e = Vocabulary::from_tokenizer_json(r#"{"model": {"vocab": {"x": 4000000000}}}"#).unwrap_err();
+    assert!(e.contains("ids"), "{e}");
+}
+
+#[test]
+fn the_token_cap_follows_the_clip_with_a_floor() {
+    assert_eq!(max_tokens(0), 8);
+    assert_eq!(max_tokens(8_000), 8, "half a second: the floor");
+    assert_eq!(max_tokens(16_000 * 2), 13);
+    assert_eq!(max_tokens(16_000 * 8), 52);
+}
+
+#[test]
+fn the_cache_names_follow_the_models_order() {
+    let past = cache_names("past_key_values");
+    assert_eq!(past.len(), 24);
+    assert_eq!(past[0], "past_key_values.0.decoder.key");
+    assert_eq!(past[1], "past_key_values.0.decoder.value");
+    assert_eq!(past[2], "past_key_values.0.encoder.key");
+    assert_eq!(past[23], "past_key_values.5.encoder.value");
+    let present = cache_names("present");
+    for (i, name) in present.iter().enumerate() {
+        assert_eq!(is_self_attention(i), name.contains(".decoder."), "{name}");
+    }
+}
+
+#[test]
+fn a_missing_file_is_named_with_the_way_to_fetch_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = MoonshineFiles {
+        encoder: dir.path().join("moonshine-tiny-encoder.onnx"),
+        decoder: dir.path().join("moonshine-tiny-decoder.onnx"),
+        tokenizer: dir.path().join("moonshine-tiny-tokenizer.json"),
+        runtime: dir.path().join("libonnxruntime.so"),
+    };
+    let Err(e) = MoonshineStt::new(files) else {
+        panic!("no files, no engine")
+    };
+    assert_eq!(e.kind, ErrorKind::LocalEngine);
+    assert!(
+        e.message.contains("moonshine-tiny-encoder.onnx") && e.message.contains("hark models fetch moonshine-tiny"),
+        "{e}"
+    );
+}
