@@ -37,7 +37,8 @@ pub struct TalkArgs {
     /// Write each reply as DIR/turn-N.wav instead of playing it.
     #[arg(long)]
     out: Option<PathBuf>,
-    /// Speech-to-text: whisper (offline), deepgram (live), deepgram-prerecorded, openai.
+    /// Speech-to-text: whisper (offline), moonshine (offline, words while you speak;
+    /// English), deepgram (live), deepgram-prerecorded, openai.
     #[arg(long, default_value = "whisper")]
     stt: SttKind,
     /// Text-to-speech: natural (Kokoro, offline; fetched on first use; the OS voice where
@@ -82,6 +83,11 @@ async fn ensure_speech_model(profile: &Profile) -> Result<()> {
     let manifest = Manifest::load()?;
     if let Some(spec) = profile.whisper_spec(&manifest) {
         crate::models::ensure(spec, "speech-to-text runs offline").await?;
+    }
+    if profile.moonshine_in_effect(&manifest) {
+        for spec in profile.moonshine_specs(&manifest)? {
+            crate::models::ensure(spec, "speech-to-text runs offline").await?;
+        }
     }
     if profile.tts_in_effect(&manifest) == TtsKind::Natural {
         for spec in profile.natural_specs(&manifest)? {

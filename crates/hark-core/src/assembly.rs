@@ -18,6 +18,7 @@ use crate::secrets::{KeySlot, Keychain};
 use crate::session::ChatSession;
 use crate::store::{Store, StoreError};
 use crate::stt::deepgram::{DeepgramConfig, DeepgramStt};
+use crate::stt::moonshine::{self, MoonshineFiles, MoonshineStt};
 use crate::stt::openai::OpenAiStt;
 use crate::stt::{SttKind, Transcriber};
 use crate::tools::Toolbox;
@@ -178,7 +179,8 @@ impl Profile {
     /// taken at its word).
     pub fn check(&self) -> Result<(), ProviderError> {
         if let Some(lang) = self.language()? {
-            let offline = self.stt == SttKind::Whisper && self.whisper_model.is_none();
+            // Moonshine speaks English only: whisper takes the other languages.
+            let offline = matches!(self.stt, SttKind::Whisper | SttKind::Moonshine) && self.whisper_model.is_none();
             let no_multilingual = Manifest::load().ok().is_none_or(|m| m.multilingual_stt().is_none());
             if lang.code != "en" && offline && no_multilingual {
                 return Err(ProviderError::new(
@@ -253,7 +255,12 @@ impl Profile {
     /// the default (English) one, or the multilingual one for a conversation in another
     /// language than English.
     pub fn whisper_spec<'m>(&self, manifest: &'m Manifest) -> Option<&'m ModelSpec> {
-        if self.stt != SttKind::Whisper || self.whisper_model.is_some() {
+        let whisper = match self.stt {
+            SttKind::Whisper => true,
+            SttKind::Moonshine => !self.moonshine_in_effect(manifest),
+            _ => false,
+        };
+        if !whisper || self.whisper_model.is_some() {
             return None;
         }
         match self.language().ok().flatten() {
@@ -269,17 +276,61 @@ impl Profile {
             .or_else(|| self.whisper_spec(manifest).map(|s| store.path(s)))
     }
 
-    /// The offline models this profile needs (downloaded or not).
+    /// The offline models this profile needs (downloaded or not), each once.
     pub fn models_needed(&self, kc: &Keychain, manifest: &Manifest) -> Result<Vec<ModelSpec>, ModelError> {
         let mut want = Vec::new();
         if self.llm(kc) == Llm::Local {
             want.push(self.local_spec(manifest)?.clone());
         }
         want.extend(self.whisper_spec(manifest).cloned());
+        if self.moonshine_in_effect(manifest) {
+            want.extend(self.moonshine_specs(manifest)?.into_iter().cloned());
+        }
         if self.tts_in_effect(manifest) == TtsKind::Natural {
             want.extend(self.natural_specs(manifest)?.into_iter().cloned());
         }
+        // ONNX Runtime runs both Moonshine and the natural voice.
+        let mut seen = std::collections::HashSet::new();
+        want.retain(|m| seen.insert(m.id.clone()));
         Ok(want)
+    }
+
+    /// Whether Moonshine transcribes: chosen, for English (automatic counts: offline it
+    /// means English), where the manifest has its files for this platform. Otherwise
+    /// whisper does (its multilingual model for another language).
+    pub fn moonshine_in_effect(&self, manifest: &Manifest) -> bool {
+        self.stt == SttKind::Moonshine
+            && self.language().ok().flatten().is_none_or(|l| l.code == "en")
+            && self.moonshine_specs(manifest).is_ok()
+    }
+
+    /// Moonshine's decoder and what it needs (its encoder and tokenizer, ONNX Runtime for
+    /// this platform), requirements first.
+    pub fn moonshine_specs<'m>(&self, manifest: &'m Manifest) -> Result<Vec<&'m ModelSpec>, ModelError> {
+        manifest.with_requirements(moonshine::MODEL_ID)
+    }
+
+    /// Where Moonshine's files are (whether or not they are there yet).
+    pub fn moonshine_files(&self, manifest: &Manifest, store: &ModelStore) -> Result<MoonshineFiles, ModelError> {
+        let specs = self.moonshine_specs(manifest)?;
+        let find = |found: Option<&&ModelSpec>, what: &str| {
+            found.map(|s| store.path(s)).ok_or_else(|| {
+                ModelError::Manifest(format!(
+                    "Moonshine's entry lacks its {what} on this platform ({})",
+                    crate::models::this_platform()
+                ))
+            })
+        };
+        let by_id = |id: &str| specs.iter().find(|s| s.id == id);
+        Ok(MoonshineFiles {
+            encoder: find(by_id(moonshine::ENCODER_ID), "encoder")?,
+            decoder: find(by_id(moonshine::MODEL_ID), "decoder")?,
+            tokenizer: find(by_id(moonshine::TOKENIZER_ID), "tokenizer")?,
+            runtime: find(
+                specs.iter().find(|s| s.kind == ModelKind::Runtime),
+                "ONNX Runtime library",
+            )?,
+        })
     }
 
     /// The voice engine in effect: the one chosen, except that the natural voice falls back
@@ -436,7 +487,28 @@ impl Profile {
                 Arc::new(OpenAiStt::new(self.openai_speech(kc, OPENAI_STT_MODEL))?.with_language(lang.map(|l| l.code)))
             }
             SttKind::Whisper => self.whisper(lang)?,
+            SttKind::Moonshine => self.moonshine(lang)?,
         })
+    }
+
+    /// Moonshine (its files must be in place: see [`Self::models_needed`]); whisper where
+    /// Moonshine is not in effect (another language, no files for this platform).
+    fn moonshine(&self, lang: Option<&'static Language>) -> Result<Arc<dyn Transcriber>, ProviderError> {
+        let manifest =
+            Manifest::load().map_err(|e| ProviderError::new("moonshine", ErrorKind::Settings, e.to_string()))?;
+        if !self.moonshine_in_effect(&manifest) {
+            tracing::info!(
+                "Moonshine speaks English only and needs ONNX Runtime for {}: transcribing with whisper",
+                crate::models::this_platform()
+            );
+            return self.whisper(lang);
+        }
+        let files = self
+            .moonshine_files(&manifest, &ModelStore::default_dir())
+            .map_err(|e| ProviderError::new("moonshine", ErrorKind::LocalEngine, e.to_string()))?;
+        let stt = MoonshineStt::new(files)?;
+        stt.set_unload_after(self.unload_after());
+        Ok(Arc::new(stt))
     }
 
     #[cfg(feature = "whisper")]
@@ -649,6 +721,69 @@ mod tests {
             p.whisper_spec(&m).is_none(),
             "a cloud transcriber needs no speech model"
         );
+    }
+
+    #[test]
+    fn moonshine_transcribes_english_and_whisper_the_other_languages() {
+        let linux = Manifest::parse(crate::models::MANIFEST_JSON)
+            .unwrap()
+            .for_platform("linux-x86_64");
+        let kc = Keychain::with_service(format!("hark-assembly-moonshine-{}", std::process::id()));
+        let mut p = Profile {
+            llm_provider: LlmChoice::Anthropic,
+            stt: SttKind::Moonshine,
+            tts: TtsKind::System,
+            ..Profile::default()
+        };
+        let ids = |p: &Profile, m: &Manifest| -> Vec<String> {
+            p.models_needed(&kc, m).unwrap().into_iter().map(|m| m.id).collect()
+        };
+        assert!(p.moonshine_in_effect(&linux), "automatic means English offline");
+        assert!(p.whisper_spec(&linux).is_none());
+        assert_eq!(
+            ids(&p, &linux),
+            [
+                "onnxruntime",
+                "moonshine-tiny-encoder",
+                "moonshine-tiny-tokenizer",
+                "moonshine-tiny"
+            ]
+        );
+        // With the natural voice, ONNX Runtime is fetched once for both.
+        p.tts = TtsKind::Natural;
+        assert_eq!(
+            ids(&p, &linux),
+            [
+                "onnxruntime",
+                "moonshine-tiny-encoder",
+                "moonshine-tiny-tokenizer",
+                "moonshine-tiny",
+                "kokoro-voices",
+                "kokoro-82m"
+            ]
+        );
+        let files = p.moonshine_files(&linux, &ModelStore::new("/m")).unwrap();
+        assert_eq!(files.encoder, PathBuf::from("/m/moonshine-tiny-encoder.onnx"));
+        assert_eq!(files.decoder, PathBuf::from("/m/moonshine-tiny-decoder.onnx"));
+        assert_eq!(files.tokenizer, PathBuf::from("/m/moonshine-tiny-tokenizer.json"));
+        assert_eq!(files.runtime, PathBuf::from("/m/libonnxruntime.so.1.32.0"));
+        // Another language: whisper's multilingual model.
+        p.language = "de".into();
+        assert!(!p.moonshine_in_effect(&linux));
+        assert_eq!(p.whisper_spec(&linux).unwrap().id, "whisper-base");
+        assert!(p.check().is_ok());
+        // No ONNX Runtime pinned for the platform: whisper, as for the natural voice.
+        p.language = "en".into();
+        let elsewhere = Manifest::parse(crate::models::MANIFEST_JSON)
+            .unwrap()
+            .for_platform("freebsd-x86_64");
+        assert!(!p.moonshine_in_effect(&elsewhere));
+        assert_eq!(p.whisper_spec(&elsewhere).unwrap().id, "whisper-tiny.en");
+        // Settings and the command line name it "moonshine"; whisper stays the default.
+        let read: Profile = serde_json::from_str(r#"{"stt": "moonshine"}"#).unwrap();
+        assert_eq!(read.stt, SttKind::Moonshine);
+        assert_eq!("moonshine".parse::<SttKind>(), Ok(SttKind::Moonshine));
+        assert_eq!(Profile::default().stt, SttKind::Whisper);
     }
 
     #[test]

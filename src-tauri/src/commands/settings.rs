@@ -186,6 +186,10 @@ pub fn choices() -> Choices {
             .collect(),
         stt: vec![
             choice(SttKind::Whisper, "Offline (whisper)"),
+            choice(
+                SttKind::Moonshine,
+                "Offline, words while you speak (Moonshine, English)",
+            ),
             choice(SttKind::Deepgram, "Deepgram live"),
             choice(SttKind::DeepgramPrerecorded, "Deepgram prerecorded"),
             choice(SttKind::OpenAi, "OpenAI"),

@@ -1100,7 +1100,11 @@ export type SttKind =
 /**
  * OpenAI's transcription endpoint.
  */
-"openai"
+"openai" | 
+/**
+ * Offline with live words: Moonshine tiny (English) through ONNX Runtime.
+ */
+"moonshine"
 export type TAURI_CHANNEL<TSend> = null
 /**
  * Light, dark, or whatever the system uses.

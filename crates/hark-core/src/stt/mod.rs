@@ -87,13 +87,18 @@ pub enum SttKind {
     /// OpenAI's transcription endpoint.
     #[serde(rename = "openai")]
     OpenAi,
+    /// Offline with live words: Moonshine tiny (English) through ONNX Runtime.
+    Moonshine,
 }
 
 impl std::str::FromStr for SttKind {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         serde_json::from_value(serde_json::Value::String(s.to_string())).map_err(|_| {
-            format!("unknown STT engine {s:?}: use whisper (offline), deepgram, deepgram-prerecorded or openai")
+            format!(
+                "unknown STT engine {s:?}: use whisper (offline), moonshine (offline, live words, English), \
+                 deepgram, deepgram-prerecorded or openai"
+            )
         })
     }
 }
