@@ -14,6 +14,11 @@
 //!   that of the decode that heard all its speech and the start of the pause, if one did
 //!   (the clip differs only by trailing silence, as in the voice actor's speculation),
 //!   else one more decode of it.
+//! - Every clip decoded ends [`COMMIT_PAUSE_MS`] after its speech, with silence added
+//!   where the audio has not come yet: a decode at a pause then hears what the committed
+//!   segment will hold. (Moonshine's words change with the silence after them: an
+//!   espeak-ng clip of "My name is Sam." came out as "Like maybe the term." with 60 ms of
+//!   silence after it, and right with 200 ms, in a check with Python's onnxruntime.)
 //! - A segment that reaches [`FORCE_MS`] without such a pause is cut at the quietest 20 ms
 //!   frame of its last [`LOOKBACK_MS`]: the gap between two words, so no word is cut in
 //!   two; the audio after the cut stays open, so none is lost.
@@ -88,17 +93,34 @@ pub enum Purpose {
 #[derive(Debug)]
 pub struct Job {
     pub purpose: Purpose,
+    /// The clip: the segment's audio, then silence up to [`COMMIT_PAUSE_MS`] after its
+    /// speech.
     pub audio: Vec<f32>,
     /// The segment it decodes (numbered from 0 as they open).
     segment: u64,
     /// The voiced end of its audio: where the speech it heard ends.
     covers: usize,
+    /// How much of `audio` is the segment's (the rest is added silence).
+    heard: usize,
 }
 
 impl Job {
-    /// Samples of its audio after its speech: whether it heard a pause begin.
+    /// A decode of `audio`, the start of a segment whose speech ends at `covers`.
+    fn new(purpose: Purpose, segment: u64, mut audio: Vec<f32>, covers: usize) -> Self {
+        let heard = audio.len();
+        audio.resize(heard.max(covers + samples(COMMIT_PAUSE_MS)), 0.0);
+        Self {
+            purpose,
+            audio,
+            segment,
+            covers,
+            heard,
+        }
+    }
+
+    /// Samples of the segment it heard after the speech: whether it heard a pause begin.
     fn tail(&self) -> usize {
-        self.audio.len() - self.covers
+        self.heard - self.covers
     }
 }
 
@@ -298,26 +320,23 @@ impl Segmenter {
         }
         self.running = true;
         if let Some(cut) = self.cuts.front_mut() {
-            return Some(Job {
-                purpose: Purpose::Final,
-                audio: std::mem::take(&mut cut.audio),
-                segment: cut.segment,
-                covers: cut.voiced_end,
-            });
+            let audio = std::mem::take(&mut cut.audio);
+            return Some(Job::new(Purpose::Final, cut.segment, audio, cut.voiced_end));
         }
         // Trailing silence beyond a commit pause adds nothing to hear.
         let end = (self.voiced_end + samples(COMMIT_PAUSE_MS)).min(self.open.len());
         self.unheard_since = None;
-        Some(Job {
-            purpose: if self.released {
-                Purpose::Final
-            } else {
-                Purpose::Interim
-            },
-            audio: self.open[..end].to_vec(),
-            segment: self.segment,
-            covers: self.voiced_end,
-        })
+        let purpose = if self.released {
+            Purpose::Final
+        } else {
+            Purpose::Interim
+        };
+        Some(Job::new(
+            purpose,
+            self.segment,
+            self.open[..end].to_vec(),
+            self.voiced_end,
+        ))
     }
 
     /// A decode's text. Returns the interim text to show when this changed it.

@@ -70,7 +70,10 @@ fn words(range: std::ops::Range<usize>) -> String {
 #[derive(Debug, Clone)]
 struct Decoded {
     purpose: Purpose,
+    /// Samples decoded, the added silence included.
     len: usize,
+    /// Samples of the segment in it.
+    heard: usize,
     text: String,
 }
 
@@ -100,6 +103,7 @@ fn live(audio: &[f32], chunk: usize) -> Outcome {
             out.held.push(Decoded {
                 purpose: job.purpose,
                 len: job.audio.len(),
+                heard: job.heard,
                 text: text.clone(),
             });
             if let Some(i) = s.complete(job, &text) {
@@ -113,6 +117,7 @@ fn live(audio: &[f32], chunk: usize) -> Outcome {
         out.released.push(Decoded {
             purpose: job.purpose,
             len: job.audio.len(),
+            heard: job.heard,
             text: text.clone(),
         });
         assert_eq!(s.complete(job, &text), None, "no interim text after the release");
@@ -204,13 +209,14 @@ fn a_long_segment_is_cut_at_its_quietest_frame_and_no_word_is_lost() {
     // A silent gap after word 22 (6,960-7,000 ms): the quietest frames of the last 2 s.
     let out = live(&long_clip(Some(22)), FRAME);
     let cut = out.held.iter().find(|d| d.purpose == Purpose::Final).unwrap();
-    assert_eq!(cut.len, ms(6_990), "cut in the middle of the gap's last frame");
+    assert_eq!(cut.heard, ms(6_990), "cut in the middle of the gap's last frame");
+    assert_eq!(cut.len, ms(6_960 + COMMIT_PAUSE_MS), "its speech, then a commit pause");
     assert_eq!(cut.text, words(0..23));
     assert_eq!(out.text, words(0..30), "every word once, none cut in two");
     // No silent gap at all: the last of the quiet gaps before 8 s (after word 25).
     let out = live(&long_clip(None), FRAME);
     let cut = out.held.iter().find(|d| d.purpose == Purpose::Final).unwrap();
-    assert_eq!(cut.len, ms(7_890));
+    assert_eq!(cut.heard, ms(7_890));
     assert_eq!(cut.text, words(0..26));
     assert_eq!(out.text, words(0..30));
     // After the cut the open segment's decodes hear only what followed it.
@@ -228,10 +234,10 @@ fn cuts_depend_on_the_audio_alone() {
             .held
             .into_iter()
             .filter(|d| d.purpose == Purpose::Final)
-            .map(|d| d.len)
+            .map(|d| (d.heard, d.len))
             .collect::<Vec<_>>()
     };
-    assert_eq!(cuts(FRAME), vec![ms(6_990)]);
+    assert_eq!(cuts(FRAME), vec![(ms(6_990), ms(7_160))]);
     assert_eq!(cuts(1_000), cuts(FRAME));
     assert_eq!(cuts(4_410), cuts(FRAME));
     // Transcribed whole, the clip is decoded once per segment, cut at the same place.
@@ -243,7 +249,7 @@ fn cuts_depend_on_the_audio_alone() {
     .unwrap();
     assert_eq!(text, words(0..30));
     assert_eq!(decoded.len(), 2);
-    assert_eq!(decoded[0], ms(6_990));
+    assert_eq!(decoded[0], ms(7_160), "the same clip as the live cut's");
 }
 
 #[test]
@@ -256,7 +262,7 @@ fn the_release_decodes_only_the_open_segment() {
     for d in &out.released {
         assert_eq!(d.purpose, Purpose::Final);
         assert_eq!(d.text, words(3..5));
-        assert!(d.len <= ms(LEAD_IN_MS + 2 * 300), "{d:?}");
+        assert!(d.heard <= ms(LEAD_IN_MS + 2 * 300), "{d:?}");
     }
     // A release after a pause: the decode at the pause is the transcript, nothing is left.
     let out = live(&cat(&[speech(0..3, QUIET), silence(100)]), FRAME);
