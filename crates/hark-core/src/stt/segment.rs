@@ -221,7 +221,9 @@ impl Segmenter {
             self.levels.push(level);
             if level >= SILENCE_RMS {
                 self.voiced_end = end;
-                self.unheard_since.get_or_insert(end);
+                if self.unheard_since.is_none() {
+                    self.unheard_since = Some(end);
+                }
             }
             if self.voiced_end > 0 && end - self.voiced_end >= samples(COMMIT_PAUSE_MS) {
                 self.cut(end);

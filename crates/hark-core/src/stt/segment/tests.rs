@@ -137,7 +137,7 @@ fn interim_words_come_while_speaking_in_order_and_the_transcript_has_them_all() 
     let audio = cat(&[silence(500), speech(0..6, QUIET), silence(100)]);
     let out = live(&audio, FRAME);
     assert_eq!(out.text, words(0..6));
-    let (first_at, _) = out.interims[0];
+    let first_at = out.interims[0].0;
     assert!(
         first_at - onset <= ms(TICK_MS + 20),
         "the first words {} ms after speech began",
