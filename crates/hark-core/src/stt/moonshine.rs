@@ -196,9 +196,10 @@ fn cache_names(prefix: &str) -> Vec<String> {
 }
 
 /// Whether the cache entry at `index` (of [`cache_names`]) is self-attention, which
-/// grows each step, rather than cross-attention, computed once.
+/// grows each step, rather than cross-attention, computed once: each layer's four
+/// entries start with its self-attention key and value.
 fn is_self_attention(index: usize) -> bool {
-    (index / 2) % 2 == 0
+    index % 4 < 2
 }
 
 /// The id with the highest score in the last row of `logits` (`[1, steps, vocabulary]`);
