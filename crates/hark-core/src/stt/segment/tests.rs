@@ -19,7 +19,7 @@ fn ms(n: usize) -> usize {
 
 fn level(ms_long: usize, level: f32) -> Vec<f32> {
     (0..ms(ms_long))
-        .map(|i| if i % 2 == 0 { level } else { -level })
+        .map(|i| if i % 2 == 1 { -level } else { level })
         .collect()
 }
 
