@@ -1,16 +1,25 @@
 //! Where utterances come from: [`AudioInput`] opens an [`InputStream`] of 16 kHz mono
-//! chunks. [`Microphone`] is the real one (cpal, see `capture`); [`Scripted`] plays prepared
-//! utterances, so the voice actor can be tested and benchmarked without a sound card and
-//! with `tokio::time::pause()`.
+//! chunks. [`Microphone`] is the real one (cpal, see `capture`); [`Recordings`] plays
+//! recorded utterances as live speech, at a capture device's pace (`hark talk --wav FILE
+//! --live`, the latency benchmark); [`Scripted`] plays prepared utterances and failures, so
+//! the voice actor can be tested without a sound card and with `tokio::time::pause()`.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use async_trait::async_trait;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
 
 use super::capture::Capture;
-use super::resample::rms;
+use super::resample::{rms, STT_RATE};
+use super::silence::FRAME;
 use super::AudioError;
+
+/// How much audio a played or scripted input delivers at a time: one 20 ms frame, as a
+/// capture device's callback does.
+const CHUNK: usize = FRAME;
 
 /// A source of utterances: opened at each push-to-talk press.
 pub trait AudioInput: Send + Sync {
@@ -97,7 +106,7 @@ impl AudioInput for Scripted {
             None => (Vec::new(), None),
         };
         Ok(Box::new(ScriptedStream {
-            chunks: samples.chunks(320).map(<[f32]>::to_vec).collect(),
+            chunks: samples.chunks(CHUNK).map(<[f32]>::to_vec).collect(),
             failure,
             level: 0.0,
         }))
@@ -136,5 +145,172 @@ impl InputStream for ScriptedStream {
             Some(e) => Err(e),
             None => Ok(self.chunks.into_iter().flatten().collect()),
         }
+    }
+}
+
+/// Recorded utterances played as live speech, one per opening (a push-to-talk press), the
+/// way a capture device delivers: 20 ms chunks, chunk `k` handed over once its last sample
+/// has been "spoken", `20 × (k + 1)` ms after the opening. The deadlines are absolute, so
+/// the pace never drifts and a reader that fell behind gets what is due at once, as from
+/// a microphone's ring. After the recording's last sample comes silence (a quiet room)
+/// until the key is released. An opening with nothing queued delivers silence.
+///
+/// The voice actor cannot tell it from the microphone: interim words, the overlapped
+/// pipeline and the latency figures are those of a live turn (see
+/// `session::voice::play_live`, which holds the key for a recording).
+#[derive(Debug, Clone, Default)]
+pub struct Recordings {
+    queue: Arc<Mutex<VecDeque<Recording>>>,
+}
+
+/// A recording waiting for its opening.
+#[derive(Debug)]
+struct Recording {
+    /// Shown as the input device's name ("listening on …").
+    name: String,
+    samples: Vec<f32>,
+    /// Told the instant its first sample is "spoken" (the opening).
+    opened: oneshot::Sender<Instant>,
+}
+
+impl Recordings {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Queues 16 kHz mono `samples` for the next opening. The receiver gets the instant
+    /// the recording starts playing (its first sample), so a caller can release the key
+    /// a set time after its last one, wherever the reader of the chunks is. It waits as
+    /// long as no opening comes.
+    pub fn push(&self, name: impl Into<String>, samples: Vec<f32>) -> oneshot::Receiver<Instant> {
+        let (opened, rx) = oneshot::channel();
+        self.queue
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push_back(Recording {
+                name: name.into(),
+                samples,
+                opened,
+            });
+        rx
+    }
+}
+
+impl AudioInput for Recordings {
+    fn open(&self, _device: Option<&str>) -> Result<Box<dyn InputStream>, AudioError> {
+        let next = self.queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
+        let start = Instant::now();
+        let (name, samples) = match next {
+            Some(r) => {
+                // The caller may have stopped waiting; the recording plays all the same.
+                let _ = r.opened.send(start);
+                (r.name, r.samples)
+            }
+            None => ("silence".to_string(), Vec::new()),
+        };
+        Ok(Box::new(RecordingStream {
+            name,
+            samples,
+            start,
+            sent: 0,
+            level: 0.0,
+        }))
+    }
+}
+
+/// One recording being played.
+struct RecordingStream {
+    name: String,
+    samples: Vec<f32>,
+    /// The opening: the instant the first sample is "spoken".
+    start: Instant,
+    /// Chunks handed over so far.
+    sent: usize,
+    /// RMS of the last chunk handed over.
+    level: f32,
+}
+
+impl RecordingStream {
+    /// When chunk `k` is due: once its last sample has been spoken.
+    fn due(&self, k: usize) -> Instant {
+        self.start + Duration::from_micros(((k + 1) * CHUNK) as u64 * 1_000_000 / u64::from(STT_RATE))
+    }
+
+    /// Chunk `k`: the recording's samples, padded with silence past its end.
+    fn chunk(&self, k: usize) -> Vec<f32> {
+        let from = (k * CHUNK).min(self.samples.len());
+        let to = ((k + 1) * CHUNK).min(self.samples.len());
+        let mut c = self.samples[from..to].to_vec();
+        c.resize(CHUNK, 0.0);
+        c
+    }
+}
+
+#[async_trait]
+impl InputStream for RecordingStream {
+    /// Cancel-safe (the voice actor polls it in a `select!`): nothing changes before the
+    /// deadline has passed, and nothing is awaited after.
+    async fn next_chunk(&mut self) -> Option<Vec<f32>> {
+        tokio::time::sleep_until(self.due(self.sent)).await;
+        let c = self.chunk(self.sent);
+        self.sent += 1;
+        self.level = rms(&c);
+        Some(c)
+    }
+    fn level(&self) -> f32 {
+        self.level
+    }
+    fn device(&self) -> String {
+        self.name.clone()
+    }
+    /// What a capture device's ring holds at the release: the chunks already due but not
+    /// yet taken.
+    fn stop(self: Box<Self>) -> Result<Vec<f32>, AudioError> {
+        let now = Instant::now();
+        let mut rest = Vec::new();
+        let mut k = self.sent;
+        while self.due(k) <= now {
+            rest.extend(self.chunk(k));
+            k += 1;
+        }
+        Ok(rest)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A recording plays at a capture device's pace from the opening, then silence; the
+    /// caller learns when it started; the release takes what is due and not yet read.
+    #[tokio::test(start_paused = true)]
+    async fn a_recording_plays_in_20_ms_chunks_from_the_opening_then_silence() {
+        let recordings = Recordings::new();
+        let said: Vec<f32> = (0..CHUNK * 2 + 100).map(|i| 0.1 + i as f32 * 1e-6).collect();
+        let opened = recordings.push("question.wav", said.clone());
+        let before = Instant::now();
+        let mut input = recordings.open(None).unwrap();
+        let start = opened.await.unwrap();
+        assert_eq!(start, before, "the first sample is spoken at the opening");
+        assert_eq!(input.device(), "question.wav");
+
+        let mut heard = Vec::new();
+        for k in 0..5u64 {
+            heard.extend(input.next_chunk().await.unwrap());
+            assert_eq!(Instant::now(), start + Duration::from_millis(20 * (k + 1)), "chunk {k}");
+        }
+        assert_eq!(heard.len(), CHUNK * 5);
+        assert_eq!(heard[..said.len()], said[..], "the recording, whole and in order");
+        assert!(heard[said.len()..].iter().all(|&s| s == 0.0), "then silence");
+        assert_eq!(input.level(), 0.0);
+
+        // A reader that fell 50 ms behind gets the two chunks due at the release.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(input.stop().unwrap().len(), CHUNK * 2);
+
+        // Nothing queued: silence, named as such.
+        let mut idle = recordings.open(None).unwrap();
+        assert_eq!(idle.device(), "silence");
+        assert_eq!(idle.next_chunk().await.unwrap(), vec![0.0; CHUNK]);
     }
 }

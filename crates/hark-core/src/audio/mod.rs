@@ -5,8 +5,9 @@
 //! - `silence`: speech and silence in 20 ms frames: where speech ends, what a pause is.
 //! - `capture`: a worker thread owns the cpal input stream; the callback only copies samples
 //!   into a lock-free ring; the worker converts them off the callback.
-//! - `input`: [`input::AudioInput`], where utterances come from: the microphone, or a
-//!   scripted source for tests and benchmarks.
+//! - `input`: [`input::AudioInput`], where utterances come from: the microphone,
+//!   recordings played as live speech (`hark talk --wav FILE --live`, the latency
+//!   benchmark), or a scripted source for tests.
 //! - `cue`: the start and stop sounds of push-to-talk.
 //! - `playback`: a rodio player fed sentence by sentence, flushed instantly on barge-in,
 //!   counting the samples actually played so the "heard" text is known.

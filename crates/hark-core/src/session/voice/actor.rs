@@ -4,7 +4,7 @@
 //! replies where a caller wants the outcome), as in mini-redis's clients.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::task::JoinHandle;
@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{answer, Pipeline, Voice, VoiceEvent};
 use crate::audio::cue;
-use crate::audio::input::{AudioInput, InputStream};
+use crate::audio::input::{AudioInput, InputStream, Recordings};
 use crate::audio::resample::STT_RATE;
 use crate::audio::silence::{voiced_end, PAUSE};
 use crate::audio::AudioError;
@@ -96,6 +96,31 @@ impl VoiceHandle {
 
 fn stopped() -> TurnError {
     TurnError::Internal(VoiceStopped.to_string())
+}
+
+/// Plays a recording into a voice session as live speech (`hark talk --wav FILE --live`,
+/// the latency benchmark). The session must listen to `recordings` in hold mode. The key
+/// goes down, the recording plays from its first sample at a capture device's pace, and
+/// the key comes up `release_after` after its last sample by the clock, however far behind
+/// the reader of the audio is, as a person's finger would. Returns at the release; the
+/// turn's events follow on the session's channel, ending with [`VoiceEvent::Idle`].
+pub async fn play_live(
+    handle: &VoiceHandle,
+    recordings: &Recordings,
+    name: &str,
+    samples: Vec<f32>,
+    release_after: Duration,
+) -> Result<(), VoiceStopped> {
+    let length = Duration::from_secs_f64(samples.len() as f64 / f64::from(STT_RATE));
+    let opened = recordings.push(name, samples);
+    handle.key(Key::Press)?;
+    // The press opens the input at once; a session that ends first never will.
+    let start = tokio::select! {
+        at = opened => at.map_err(|_| VoiceStopped)?,
+        _ = handle.tx.closed() => return Err(VoiceStopped),
+    };
+    tokio::time::sleep_until(start + length + release_after).await;
+    handle.key(Key::Release)
 }
 
 /// A running voice session: its handle and its task, which gives the conversation back.

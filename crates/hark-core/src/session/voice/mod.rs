@@ -10,7 +10,8 @@
 //!   turn fails that turn only.
 //! - `actor`: the session actor. One task owns capture, the conversation and the pipeline;
 //!   key presses, capture ends, turn completions and edits reach it through a
-//!   [`VoiceHandle`] and are handled in order.
+//!   [`VoiceHandle`] and are handled in order. [`play_live`] holds the key for a
+//!   recording played as live speech.
 
 mod actor;
 mod turn;
@@ -19,7 +20,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-pub use actor::{spawn, ActorOptions, ChatEdit, VoiceHandle, VoiceSession, VoiceStopped};
+pub use actor::{play_live, spawn, ActorOptions, ChatEdit, VoiceHandle, VoiceSession, VoiceStopped};
 pub use turn::{answer, respond, transcribe, Spoken, Utterance};
 
 use super::{ChatSession, TurnError};

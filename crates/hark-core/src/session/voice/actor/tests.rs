@@ -621,3 +621,80 @@ async fn a_transcription_the_user_speaks_past_is_stopped_at_the_next_word() {
     assert_eq!(text, format!("{spoken} samples"));
     assert!(waited < 200, "the transcript was ready at the release: {waited} ms");
 }
+
+/// A transcriber that keeps the audio it was given, and hears "hello" in it.
+#[derive(Clone, Default)]
+struct Keeps(Arc<std::sync::Mutex<Vec<f32>>>);
+
+#[async_trait::async_trait]
+impl crate::stt::Transcriber for Keeps {
+    fn name(&self) -> &'static str {
+        "keeps"
+    }
+    async fn transcribe(&self, audio: &[f32]) -> Result<String, crate::provider::ProviderError> {
+        *self.0.lock().unwrap() = audio.to_vec();
+        Ok("hello".into())
+    }
+}
+
+/// Issue 20: a recording played live (`hark talk --wav F --live`, the latency benchmark)
+/// is a turn through the microphone's path: the session listens on the recording, the key
+/// is held from its first sample to after its last, so the engine hears all of it and
+/// then the silence before the release.
+#[tokio::test]
+async fn a_recording_played_live_is_heard_whole_then_the_key_comes_up() {
+    let store = Arc::new(Store::open_in_memory().unwrap());
+    let model = ScriptedModel::new();
+    let chat = ChatSession::create(store, Box::new(model.clone()), "", HistorySettings::default()).unwrap();
+    let heard = Keeps::default();
+    let voice = Voice {
+        stt: Arc::new(heard.clone()),
+        tts: Arc::new(ToneTts { ms_per_char: 1 }),
+        out: Arc::new(ClockOut::new()),
+    };
+    let recordings = Recordings::new();
+    let (tx, mut events) = mpsc::unbounded_channel();
+    let options = ActorOptions {
+        mode: PttMode::Hold,
+        input_device: None,
+        input: Arc::new(recordings.clone()),
+        cues: false,
+        pipeline: Default::default(),
+    };
+    let session = spawn(chat, voice, options, tx);
+    let said = speech_samples(300);
+    play_live(
+        session.handle(),
+        &recordings,
+        "question.wav",
+        said.clone(),
+        Duration::from_millis(100),
+    )
+    .await
+    .unwrap();
+    let listening = wait_for(&mut events, "listening", |e| {
+        matches!(e, VoiceEvent::ListeningStarted { .. })
+    })
+    .await;
+    assert_eq!(
+        listening,
+        VoiceEvent::ListeningStarted {
+            device: "question.wav".into()
+        }
+    );
+    assert_eq!(transcript_final(&mut events).await, "hello");
+    wait_for(&mut events, "the turn", |e| {
+        matches!(e, VoiceEvent::TurnFinished { .. })
+    })
+    .await;
+    wait_for(&mut events, "idle", |e| matches!(e, VoiceEvent::Idle)).await;
+    let audio = heard.0.lock().unwrap().clone();
+    assert!(audio.len() > said.len(), "{} samples of {}", audio.len(), said.len());
+    assert_eq!(audio[..said.len()], said[..], "every sample, from the first");
+    assert!(
+        audio[said.len()..].iter().all(|&s| s == 0.0),
+        "then the silence before the release"
+    );
+    assert_eq!(model.prompts().len(), 1);
+    session.shutdown().await.unwrap();
+}
