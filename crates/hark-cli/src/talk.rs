@@ -1,17 +1,18 @@
 //! `hark talk`: voice turns from WAV files (`--wav`, one turn each) or the microphone
 //! (Enter is the push-to-talk key: Enter to start, Enter to stop; Enter while Hark speaks
-//! interrupts it and listens).
+//! interrupts it and listens). `--wav FILE --live` plays a file as live speech through the
+//! microphone's path, for measuring a live turn.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::Args;
 use hark_core::assembly::Profile;
-use hark_core::audio::input::Microphone;
+use hark_core::audio::input::{Microphone, Recordings};
 use hark_core::audio::playback::{AudioOut, Speaker, WavOut};
 use hark_core::audio::{list_devices, wav};
 use hark_core::models::Manifest;
@@ -34,6 +35,16 @@ pub struct TalkArgs {
     /// A recorded utterance (any PCM WAV); repeat for several turns. Without it: the microphone.
     #[arg(long)]
     wav: Vec<PathBuf>,
+    /// Play each --wav file as live speech, through the microphone's path: the key held from
+    /// its first sample, its audio delivered at real-time pace in 20 ms chunks, the key
+    /// released --release-ms after its last sample. Interim words, the overlapped pipeline
+    /// and the latency figures are then those of a live turn. Without it a file is answered
+    /// at once, as a turn already released.
+    #[arg(long, requires = "wav")]
+    live: bool,
+    /// With --live: milliseconds from a file's last sample to the key's release.
+    #[arg(long, default_value_t = 300, requires = "live")]
+    release_ms: u64,
     /// Write each reply as DIR/turn-N.wav instead of playing it.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -97,8 +108,9 @@ async fn ensure_speech_model(profile: &Profile) -> Result<()> {
     Ok(())
 }
 
-/// Prints voice events: JSON lines, or a readable transcript.
-fn print_event(json: bool, e: &VoiceEvent) {
+/// Prints voice events: JSON lines, or a readable transcript (`mic`: listening to the
+/// microphone, which Enter stops).
+fn print_event(json: bool, mic: bool, e: &VoiceEvent) {
     if json {
         // The history panel's view is for the desktop app; the CLI has /history.
         if matches!(e, VoiceEvent::ContextChanged { .. }) {
@@ -111,7 +123,8 @@ fn print_event(json: bool, e: &VoiceEvent) {
     }
     let mut err = std::io::stderr();
     match e {
-        VoiceEvent::ListeningStarted { device } => eprintln!("(listening on {device}… press Enter to stop)"),
+        VoiceEvent::ListeningStarted { device } if mic => eprintln!("(listening on {device}… press Enter to stop)"),
+        VoiceEvent::ListeningStarted { device } => eprintln!("(playing {} as live speech…)", printable(device)),
         VoiceEvent::TranscriptInterim { text } => {
             let _ = write!(err, "\r… {}", printable(text));
         }
@@ -179,6 +192,7 @@ pub async fn run(args: TalkArgs, db: PathBuf) -> Result<ExitCode> {
     let _local = opened.local;
     let mut chat = opened.session;
     let json = args.session.json;
+    let mic = args.wav.is_empty();
     if json {
         println!("{}", serde_json::json!({"type": "session", "id": chat.id()}));
     }
@@ -187,22 +201,31 @@ pub async fn run(args: TalkArgs, db: PathBuf) -> Result<ExitCode> {
         let mut failed = false;
         while let Some(e) = rx.recv().await {
             failed |= matches!(e, VoiceEvent::Failed { .. });
-            print_event(json, &e);
+            print_event(json, mic, &e);
         }
         failed
     });
 
-    if args.wav.is_empty() {
+    // Turn n's reply (1-based), written to --out.
+    let save_reply = |n: usize| -> Result<()> {
+        if let (Some(dir), Some(w)) = (&args.out, &file_out) {
+            let (samples, rate) = w.take();
+            if !samples.is_empty() {
+                wav::write_mono(&dir.join(format!("turn-{n}.wav")), &samples, rate)?;
+            }
+        }
+        Ok(())
+    };
+    if mic {
         microphone(chat, voice, args.input_device.clone(), tx).await?;
     } else {
-        for (n, path) in args.wav.iter().enumerate() {
-            wav_turn(&mut chat, &voice, path, &tx).await?;
-            if let (Some(dir), Some(w)) = (&args.out, &file_out) {
-                let (samples, rate) = w.take();
-                if !samples.is_empty() {
-                    let file = dir.join(format!("turn-{}.wav", n + 1));
-                    wav::write_mono(&file, &samples, rate)?;
-                }
+        if args.live {
+            let release = Duration::from_millis(args.release_ms);
+            chat = live_turns(chat, voice, &args.wav, release, &tx, save_reply).await?;
+        } else {
+            for (n, path) in args.wav.iter().enumerate() {
+                wav_turn(&mut chat, &voice, path, &tx).await?;
+                save_reply(n + 1)?;
             }
         }
         drop(tx);
@@ -240,6 +263,61 @@ async fn wav_turn(
     .await
     .map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(())
+}
+
+/// Turns from WAV files played as live speech (`--live`), one each, through the voice
+/// session the microphone uses: the key held from a file's first sample, its audio
+/// delivered at real-time pace, the key released `release` after its last sample
+/// (`voice::play_live`). Events pass on to the printer as they come; a turn ends at the
+/// session's `Idle`, then `after_turn` gets its number (1-based).
+async fn live_turns(
+    chat: hark_core::session::ChatSession,
+    voice: Voice,
+    files: &[PathBuf],
+    release: Duration,
+    events: &mpsc::UnboundedSender<VoiceEvent>,
+    mut after_turn: impl FnMut(usize) -> Result<()>,
+) -> Result<hark_core::session::ChatSession> {
+    let recordings = Recordings::new();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let session = voice::spawn(
+        chat,
+        voice,
+        ActorOptions {
+            mode: PttMode::Hold,
+            input_device: None,
+            input: Arc::new(recordings.clone()),
+            cues: false,
+            pipeline: Default::default(),
+        },
+        tx,
+    );
+    for (n, path) in files.iter().enumerate() {
+        let samples = wav::read_16k_mono(path)?;
+        let name = path.display().to_string();
+        let playing = voice::play_live(session.handle(), &recordings, &name, samples, release);
+        tokio::pin!(playing);
+        // `Idle` ends the turn, or (before the release) an input that failed; either way the
+        // key has come up once both are seen.
+        let (mut released, mut idle) = (false, false);
+        while !(released && idle) {
+            tokio::select! {
+                played = &mut playing, if !released => {
+                    played.context("the voice session stopped")?;
+                    released = true;
+                }
+                e = rx.recv() => {
+                    let Some(e) = e else {
+                        anyhow::bail!("the voice session ended abnormally");
+                    };
+                    idle |= matches!(e, VoiceEvent::Idle);
+                    let _ = events.send(e);
+                }
+            }
+        }
+        after_turn(n + 1)?;
+    }
+    session.shutdown().await.context("the voice session ended abnormally")
 }
 
 /// The microphone, with Enter as the push-to-talk key (toggle mode).

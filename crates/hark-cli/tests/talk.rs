@@ -1,12 +1,15 @@
 //! `hark talk --wav` end to end with real speech: espeak-ng speaks the user's lines, the
 //! offline whisper engine transcribes them, a loopback OpenAI-compatible server answers, the
-//! OS voice speaks the replies into WAV files, and whisper reads those back.
+//! OS voice speaks the replies into WAV files, and whisper reads those back. `--wav --live`
+//! plays a file as live speech: with the loopback Deepgram, and offline with Moonshine.
 
 mod common;
 
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
+use hark_e2e::speech::FakeSpeech;
 use hark_e2e::{espeak_wav, whisper_model, FakeLlm};
 use serde_json::Value;
 
@@ -112,6 +115,121 @@ fn hark_core_wav_silence(path: &Path) {
         w.write_sample(0i16).unwrap();
     }
     w.finalize().unwrap();
+}
+
+/// `ms` of a loud tone at 16 kHz: speech, as far as push-to-talk can tell.
+fn write_tone(path: &Path, ms: usize) {
+    let mut w = hound::WavWriter::create(path, hound_spec()).unwrap();
+    for i in 0..ms * 16 {
+        w.write_sample((6_000.0 * (i as f32 * 0.05).sin()) as i16).unwrap();
+    }
+    w.finalize().unwrap();
+}
+
+/// The index of the first event of a type.
+fn first(events: &[Value], ty: &str) -> Option<usize> {
+    events.iter().position(|e| e["type"] == ty)
+}
+
+/// The turn's figures are there: release → transcript, request → first token, first
+/// sentence → first audio byte, release → first audio out.
+fn assert_metrics(events: &[Value]) {
+    let finished = &events[first(events, "turn_finished").expect("a finished turn")];
+    for m in [
+        "transcript_ms",
+        "first_token_ms",
+        "first_audio_byte_ms",
+        "first_audio_out_ms",
+    ] {
+        assert!(finished["metrics"][m].is_u64(), "{m}: {finished}");
+    }
+}
+
+/// Issue 20: `hark talk --wav F --live` plays the file as live speech through the
+/// microphone's path, so a live engine shows its words while the file plays, before the
+/// final transcript, and the turn has a live turn's figures. Hermetic: the loopback
+/// Deepgram (interim words every half second of audio, the rest final at `Finalize`), the
+/// loopback model and voice, and a tone as the speech.
+#[test]
+fn a_wav_played_live_shows_interim_words_before_the_final_transcript() {
+    const KEY: &str = "test-deepgram-key";
+    let said = "what is the capital of france";
+    let speech = FakeSpeech::deepgram(KEY);
+    speech.set_transcript(said);
+    let llm = FakeLlm::openai(None);
+    let dir = tempfile::tempdir().unwrap();
+    let wav = dir.path().join("question.wav");
+    write_tone(&wav, 2_000);
+    let out = dir.path().join("out");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hark"));
+    cmd.arg("--db")
+        .arg(dir.path().join("hark.db"))
+        .args(["talk", "--json", "--live", "--release-ms", "300"])
+        .args(["--stt", "deepgram", "--tts", "deepgram"])
+        .args(["--base-url", &llm.base_url(), "--model", "local"])
+        .arg("--wav")
+        .arg(&wav)
+        .arg("--out")
+        .arg(&out)
+        .env("HARK_DEEPGRAM_BASE_URL", speech.base_url())
+        .env("DEEPGRAM_API_KEY", KEY);
+    // A hang catcher: the turn takes about three seconds.
+    let events = common::events_within(cmd, Duration::from_secs(120));
+
+    let listening = first(&events, "listening_started").unwrap_or_else(|| panic!("{events:?}"));
+    assert_eq!(events[listening]["device"], wav.display().to_string());
+    let interim = first(&events, "transcript_interim").unwrap_or_else(|| panic!("no interim words: {events:?}"));
+    let transcript = first(&events, "transcript_final").unwrap_or_else(|| panic!("{events:?}"));
+    let finished = first(&events, "turn_finished").unwrap_or_else(|| panic!("{events:?}"));
+    assert!(
+        listening < interim && interim < transcript && transcript < finished,
+        "listening, interim words, the final transcript, the reply: {events:?}"
+    );
+    assert_eq!(events[transcript]["text"], said);
+    // The words grew toward what was said; the final transcript came at the release.
+    let interims = common::of_type(&events[..transcript], "transcript_interim", "text");
+    assert!(
+        interims.len() >= 2 && interims.iter().all(|t| said.starts_with(t.as_str())),
+        "{interims:?}"
+    );
+    assert_metrics(&events);
+    assert_eq!(events.last().unwrap()["type"], "idle", "the session was ready again");
+    assert!(out.join("turn-1.wav").exists(), "the reply was spoken");
+}
+
+/// Issue 20, offline: Moonshine's words while an espeak-ng clip of two questions plays
+/// live, the first question before the final transcript, and the turn's figures.
+#[test]
+#[ignore = "needs the Moonshine model (scripts/test.sh fetches it)"]
+fn moonshine_shows_the_words_of_a_wav_played_live_before_the_final_transcript() {
+    let llm = FakeLlm::openai(None);
+    let dir = tempfile::tempdir().unwrap();
+    let wav = dir.path().join("questions.wav");
+    espeak_wav(
+        "What is the capital of France? What time does the train to London leave?",
+        &wav,
+    );
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hark"));
+    cmd.arg("--db")
+        .arg(dir.path().join("hark.db"))
+        .args(["talk", "--json", "--live", "--stt", "moonshine", "--tts", "system"])
+        .args(["--base-url", &llm.base_url(), "--model", "local"])
+        .arg("--wav")
+        .arg(&wav)
+        .arg("--out")
+        .arg(dir.path().join("out"));
+    // A hang catcher: the clip plays for five seconds; loading the model takes one.
+    let events = common::events_within(cmd, Duration::from_secs(300));
+
+    let transcript = first(&events, "transcript_final").unwrap_or_else(|| panic!("{events:?}"));
+    let interims = common::of_type(&events[..transcript], "transcript_interim", "text");
+    assert!(
+        interims.iter().any(|t| t.to_lowercase().contains("france")),
+        "the first question was shown while the second played: {interims:?}"
+    );
+    let heard = events[transcript]["text"].as_str().unwrap().to_lowercase();
+    assert!(heard.contains("france") && heard.contains("london"), "{heard}");
+    assert_metrics(&events);
 }
 
 fn hound_spec() -> hound::WavSpec {

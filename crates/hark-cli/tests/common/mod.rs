@@ -2,7 +2,8 @@
 #![allow(dead_code)] // each test file uses part of it
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -31,4 +32,24 @@ pub fn of_type(events: &[Value], ty: &str, field: &str) -> Vec<String> {
         .filter(|e| e["type"] == ty)
         .map(|e| e[field].as_str().unwrap_or_default().to_string())
         .collect()
+}
+
+/// Runs a `hark talk --json` command to its end and returns its events. Fails the test,
+/// with stderr, when the command fails, or when it has not ended within `deadline`: a hang
+/// catcher, so pass a generous one (a turn played live takes seconds).
+pub fn events_within(mut cmd: Command, deadline: Duration) -> Vec<Value> {
+    let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let Ok(o) = rx.recv_timeout(deadline) else {
+        let _ = Command::new("kill").arg(pid.to_string()).status();
+        panic!("hark did not finish within {deadline:?}");
+    };
+    let o = o.unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}\n{stdout}", String::from_utf8_lossy(&o.stderr));
+    stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
