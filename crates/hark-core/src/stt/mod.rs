@@ -8,6 +8,8 @@
 //!   ONNX Runtime.
 //! - `segment`: live transcription for an offline engine that decodes whole clips: the
 //!   phrase being spoken decoded again as it grows, committed at each pause.
+//! - `wer`: word error, how far a transcript is from what was said (the latency
+//!   benchmark's score for each engine).
 //! - this file: the traits and the provider choice. Failures use the same
 //!   [`ProviderError`] taxonomy as the language models.
 
@@ -15,6 +17,7 @@ pub mod deepgram;
 pub mod moonshine;
 pub mod openai;
 pub(crate) mod segment;
+pub mod wer;
 #[cfg(feature = "whisper")]
 pub mod whisper;
 
