@@ -1,16 +1,62 @@
 #!/usr/bin/env bash
-# The offline spoken turn measured both ways in one run (issue 12): the sequential pipeline
-# (Hark before: transcribe after release, then the whole prompt, then the first sentence)
-# and the overlapped one (prefix evaluated at the press, whisper at each pause, speech
-# from the first clause), same models, same server, same espeak clips. Release builds.
-# Prints release → transcript / first token / first audio, p50 and p95, and the ratio.
-# Usage: scripts/bench-offline-turn.sh [RUNS]   (conversations per pipeline; default 5)
+# The offline spoken turn measured in one run (issues 12 and 20): today's pipeline (whisper
+# tiny.en at each pause while the key is held, the overlapped schedule) and the new one
+# (Moonshine tiny's live words), each with the OS voice and the natural voice, on the same
+# clips played as live speech (the path of `hark talk --wav FILE --live`): espeak-ng
+# questions and real human speech that registry packages ship (twelve of Debian's
+# asterisk-core-sounds-en-wav prompts, CC-BY-SA-3.0, and beckett.wav from the PyPI wheel
+# useful-moonshine-onnx); same models, same model server. Release builds.
+# Prints release → final transcript / first token / first audio, p50 and p95, for each
+# pipeline and voice; the ratios new / today per voice against issue 20's goals; the first
+# live words' delay from the speech onset and the longest wait for new words while
+# speaking; each engine's word error on the espeak and the human clips; each voice's
+# real-time factor; and the first turn after a start against the second.
+#
+# Usage: scripts/bench-offline-turn.sh [RUNS]   (default 2; a run plays all 16 clips
+#        through every pipeline: about ten minutes on 2 cores)
+# Environment:
+#   HARK_BENCH_RUNS        runs (the argument wins)
+#   HARK_BENCH_PIPELINES   default overlapped,overlapped/natural,moonshine,moonshine/natural;
+#                          sequential (whisper after the release) too; a voice after `/`
+#                          (system or natural; system when none is named)
+#   HARK_BENCH_CLIPS       clip sets, default espeak,asterisk,beckett
+#   HARK_BENCH_RELEASE_MS  how long after the last word the key comes up (default 300)
+#   HARK_BENCH_LLM         the chat model, a manifest id (default: the default one)
+#   HARK_BENCH_VERBOSE     a line per turn on stderr: figures, live words, transcript, reply
+#   HARK_BENCH_SPEECH      where the human recordings are kept (default
+#                          ~/.cache/hark/bench-speech; beckett.wav is fetched there too)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/hark/target}"
 export HARK_MODELS_DIR="${HARK_MODELS_DIR:-$HOME/.cache/hark/models}"
-export HARK_BENCH_RUNS="${1:-${HARK_BENCH_RUNS:-5}}"
+export HARK_BENCH_RUNS="${1:-${HARK_BENCH_RUNS:-2}}"
+export HARK_BENCH_SPEECH="${HARK_BENCH_SPEECH:-$HOME/.cache/hark/bench-speech}"
+
+# Human speech: Debian's Asterisk prompts, the recordings and their script, fetched with
+# apt and unpacked into HARK_BENCH_SPEECH/asterisk rather than installed. The script lives
+# in /usr/share/doc, which minimal systems leave out of every install (dpkg's path-exclude),
+# and nothing of Asterisk needs to be on the system. (beckett.wav the benchmark fetches
+# itself, through Hark's model store, from the wheel that models.json pins.)
+ASTERISK="$HARK_BENCH_SPEECH/asterisk"
+if [ ! -e "$ASTERISK/.unpacked" ]; then
+  debs=$(mktemp -d)
+  trap 'rm -rf "$debs"' EXIT
+  packages=(asterisk-core-sounds-en asterisk-core-sounds-en-wav)
+  if ! (cd "$debs" && apt-get download -qq "${packages[@]}"); then
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq   # a fresh system may have no package lists yet
+    (cd "$debs" && apt-get download -qq "${packages[@]}")
+  fi
+  mkdir -p "$ASTERISK"
+  for deb in "$debs"/*.deb; do
+    dpkg-deb -x "$deb" "$ASTERISK"
+  done
+  rm -rf "$debs"
+  trap - EXIT
+  touch "$ASTERISK/.unpacked"
+fi
+
 scripts/fetch-models.sh >/dev/null
 cargo build --release --locked -q -p hark-llm
 export HARK_LLM_BIN="$CARGO_TARGET_DIR/release/hark-llm"

@@ -102,15 +102,17 @@ fn stopped() -> TurnError {
 /// the latency benchmark). The session must listen to `recordings` in hold mode. The key
 /// goes down, the recording plays from its first sample at a capture device's pace, and
 /// the key comes up `release_after` after its last sample by the clock, however far behind
-/// the reader of the audio is, as a person's finger would. Returns at the release; the
-/// turn's events follow on the session's channel, ending with [`VoiceEvent::Idle`].
+/// the reader of the audio is, as a person's finger would. Returns at the release, with
+/// the instant the recording began (its first sample: what a measurement of the live
+/// words counts from); the turn's events follow on the session's channel, ending with
+/// [`VoiceEvent::Idle`].
 pub async fn play_live(
     handle: &VoiceHandle,
     recordings: &Recordings,
     name: &str,
     samples: Vec<f32>,
     release_after: Duration,
-) -> Result<(), VoiceStopped> {
+) -> Result<tokio::time::Instant, VoiceStopped> {
     let length = Duration::from_secs_f64(samples.len() as f64 / f64::from(STT_RATE));
     let opened = recordings.push(name, samples);
     handle.key(Key::Press)?;
@@ -120,7 +122,8 @@ pub async fn play_live(
         _ = handle.tx.closed() => return Err(VoiceStopped),
     };
     tokio::time::sleep_until(start + length + release_after).await;
-    handle.key(Key::Release)
+    handle.key(Key::Release)?;
+    Ok(start)
 }
 
 /// A running voice session: its handle and its task, which gives the conversation back.
