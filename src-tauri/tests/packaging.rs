@@ -222,3 +222,63 @@ fn x86_64_installers_are_built_for_a_portable_cpu_baseline() {
     let bundle = std::fs::read_to_string(here("../scripts/bundle.sh")).unwrap();
     assert!(bundle.contains("x86_64-*) export GGML_NATIVE=OFF"), "scripts/bundle.sh");
 }
+
+/// The workspace's members that are Tauri apps (a `tauri.conf.json` beside their manifest).
+fn tauri_apps() -> Vec<PathBuf> {
+    let manifest = std::fs::read_to_string(here("../Cargo.toml")).unwrap();
+    let members = manifest
+        .split_once("members = [")
+        .and_then(|(_, rest)| rest.split_once(']'))
+        .map(|(list, _)| list)
+        .expect("the workspace lists its members");
+    let apps: Vec<PathBuf> = members
+        .split('"')
+        .skip(1)
+        .step_by(2)
+        .map(|m| here("..").join(m))
+        .filter(|dir| dir.join("tauri.conf.json").is_file())
+        .collect();
+    assert!(apps.len() >= 2, "src-tauri and tools/empty-tauri: {apps:?}");
+    apps
+}
+
+/// tauri-build compiles a Windows resource file from the first `.ico` a configuration's
+/// `bundle.icon` names (else `icons/icon.ico` beside it) and fails the build without one:
+/// tools/empty-tauri named PNGs only, so `cargo clippy --workspace` failed on Windows (issue 22).
+#[test]
+fn every_tauri_app_in_the_workspace_has_the_windows_icon_its_build_needs() {
+    for app in tauri_apps() {
+        let conf: Value = serde_json::from_str(&std::fs::read_to_string(app.join("tauri.conf.json")).unwrap()).unwrap();
+        let ico = conf["bundle"]["icon"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .find(|i| i.ends_with(".ico"))
+            .unwrap_or("icons/icon.ico");
+        let path = app.join(ico);
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(&bytes[..4], &[0, 0, 1, 0], "{} is an ICO file", path.display());
+    }
+}
+
+/// Windows checkouts turn LF into CRLF unless the repository says otherwise, and the
+/// generated bindings are compared with what the code generates byte for byte: every text
+/// file checks out with LF, the bindings included (issue 22).
+#[test]
+fn every_checkout_has_lf_line_ends() {
+    let attributes = std::fs::read_to_string(here("../.gitattributes")).expect(".gitattributes");
+    assert!(
+        attributes.lines().any(|l| l.trim() == "* text=auto eol=lf"),
+        "{attributes}"
+    );
+    // As git reads it (when git is here: the test suite's machines have it).
+    if let Ok(out) = std::process::Command::new("git")
+        .args(["check-attr", "eol", "--", "ui/src/lib/bindings.ts", "scripts/test.sh"])
+        .current_dir(here(".."))
+        .output()
+    {
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(said.matches(": eol: lf").count(), 2, "{said}");
+    }
+}
