@@ -44,6 +44,8 @@ use crate::settings::AppSettings;
 use crate::state::{lock, AppState, Fatal};
 
 pub use commands::{bindings, BINDINGS};
+// The packaging test checks the release configuration with the rule the app applies.
+pub use update::{updates_in_config, UpdateConfigError, Updates};
 
 /// The command line: `--hidden` starts in the tray, `--toggle` presses push-to-talk in the
 /// running instance (starting one, hidden, if none runs). A second launch hands its
@@ -276,10 +278,12 @@ pub fn run() {
             }
             Ok(())
         });
-    if let Some(updater) = update::plugin() {
+    // The configuration the app was built with decides whether it looks for updates.
+    let context = tauri::generate_context!();
+    if let Some(updater) = update::init(context.config()) {
         builder = builder.plugin(updater);
     }
-    if let Err(e) = builder.run(tauri::generate_context!()) {
+    if let Err(e) = builder.run(context) {
         tracing::error!("the app failed: {e}");
         eprintln!("hark: the app failed: {e}");
         std::process::exit(1);
