@@ -552,6 +552,29 @@ fn the_release_turns_updates_on_only_with_an_endpoint_a_key_and_signed_archives(
     assert!(bundle_sh.contains("--config src-tauri/tauri.updater.conf.json"));
 }
 
+/// Without the Apple secrets a downloaded app had no signature at all, which Apple silicon
+/// reports as "damaged": the fallback is an ad hoc signature (the bundler's
+/// APPLE_SIGNING_IDENTITY, when set, replaces it). Windows bundles go through a signing hook
+/// that signs when a certificate is configured and passes the file through otherwise
+/// (issue 22).
+#[test]
+fn macos_falls_back_to_an_ad_hoc_signature_and_windows_has_a_signing_hook() {
+    let c = config();
+    assert_eq!(c["bundle"]["macOS"]["signingIdentity"], "-");
+    let hook = c["bundle"]["windows"]["signCommand"].as_str().expect("a signCommand");
+    // The bundler splits the string on spaces, replaces %1 with the file and runs it in
+    // src-tauri (the CLI's working directory).
+    let words: Vec<&str> = hook.split(' ').collect();
+    assert_eq!(words.last(), Some(&"%1"), "{hook}");
+    let file = words[words.iter().position(|w| *w == "-File").expect("-File") + 1];
+    let script = read(&normalize(&here(file)));
+    assert!(script.contains("param([Parameter(Mandatory = $true)][string]$File)"));
+    assert!(
+        script.contains("if (-not $env:WINDOWS_CERTIFICATE)") && script.contains("exit 0"),
+        "with no certificate the hook signs nothing and succeeds"
+    );
+}
+
 /// The workspace's members that are Tauri apps (a `tauri.conf.json` beside their manifest).
 fn tauri_apps() -> Vec<PathBuf> {
     let manifest = std::fs::read_to_string(here("../Cargo.toml")).unwrap();
