@@ -575,6 +575,17 @@ fn macos_falls_back_to_an_ad_hoc_signature_and_windows_has_a_signing_hook() {
     );
 }
 
+/// whisper.cpp and llama.cpp are C++ linked against the Visual C++ runtime's DLLs, and so is
+/// ONNX Runtime's onnxruntime.dll (1.21 and later need the 14.38 runtime or newer): on a PC
+/// without a recent redistributable hark-app.exe did not start and hark-llm.exe died with
+/// no message (issue 22). The installers carry the runtime's DLLs beside the executables
+/// (the build machine's, from Visual Studio's redistributable folder), where Windows looks
+/// first, for onnxruntime.dll's imports too.
+#[test]
+fn windows_installers_carry_the_visual_cpp_runtime() {
+    assert_eq!(config()["bundle"]["windows"]["bundleVCRuntime"], true);
+}
+
 /// The workspace's members that are Tauri apps (a `tauri.conf.json` beside their manifest).
 fn tauri_apps() -> Vec<PathBuf> {
     let manifest = std::fs::read_to_string(here("../Cargo.toml")).unwrap();
