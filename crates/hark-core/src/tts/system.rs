@@ -80,30 +80,21 @@ impl SystemVoice {
         {
             let file = std::env::temp_dir().join(format!("hark-sapi-{}.wav", crate::conversation::new_id()));
             // A named voice wins; else the installed voice that best fits the language's
-            // culture (SelectVoiceByHints keeps the default when none does). Voice names
-            // and cultures are quoted for PowerShell by doubling single quotes.
-            let pick = match (&self.voice, self.language) {
-                (Some(v), _) => format!("$s.SelectVoice('{}'); ", v.replace('\'', "''")),
-                (None, Some(lang)) => format!(
-                    "$s.SelectVoiceByHints([System.Speech.Synthesis.VoiceGender]::NotSet, \
-                     [System.Speech.Synthesis.VoiceAge]::NotSet, 0, \
-                     [System.Globalization.CultureInfo]::GetCultureInfo('{}')); ",
-                    lang.locale
-                ),
-                (None, None) => String::new(),
+            // culture (SelectVoiceByHints keeps the default when none does).
+            let culture = match (&self.voice, self.language) {
+                (None, Some(lang)) => Some(lang.locale),
+                _ => None,
             };
-            let script = format!(
-                "Add-Type -AssemblyName System.Speech; $s = New-Object System.Speech.Synthesis.SpeechSynthesizer; \
-                 {pick}$s.SetOutputToWaveFile('{}'); $s.Speak([Console]::In.ReadToEnd()); $s.Dispose()",
-                file.display()
-            );
+            let call = sapi_call(text, &file, self.voice.as_deref(), culture);
             let mut child = crate::process::command("powershell")
-                .args(["-NoProfile", "-Command", &script])
+                .args(&call.args)
+                .envs(call.env.iter().map(|(k, v)| (*k, v)))
                 .stdin(Stdio::piped())
                 .spawn()
                 .map_err(|e| err(ErrorKind::LocalEngine, format!("cannot run PowerShell: {e}")))?;
             if let Some(mut stdin) = child.stdin.take() {
-                let _ = stdin.write_all(text.as_bytes()).await;
+                // Dropped at the end of this block: the end of input the script reads to.
+                let _ = stdin.write_all(&call.stdin).await;
             }
             let status = child
                 .wait()
@@ -155,6 +146,49 @@ impl Synthesizer for SystemVoice {
     }
 }
 
+/// The Windows voice's PowerShell script. It is the same for every call: no text, path or
+/// voice name is spliced into it, so nothing needs quoting (a temp folder under a user
+/// named O'Brien broke the script that did). It reads the values it needs from the
+/// environment, and the text from stdin as raw bytes decoded as UTF-8:
+/// `[Console]::In.ReadToEnd()` decoded them in the console's OEM code page, which garbled
+/// accents, curly quotes and every non-Latin script.
+#[cfg_attr(not(target_os = "windows"), allow(dead_code))]
+const SAPI_SCRIPT: &str = "$ErrorActionPreference = 'Stop'; \
+    Add-Type -AssemblyName System.Speech; \
+    $s = New-Object System.Speech.Synthesis.SpeechSynthesizer; \
+    if ($env:HARK_SAPI_VOICE) { $s.SelectVoice($env:HARK_SAPI_VOICE) } \
+    elseif ($env:HARK_SAPI_CULTURE) { $s.SelectVoiceByHints([System.Speech.Synthesis.VoiceGender]::NotSet, \
+    [System.Speech.Synthesis.VoiceAge]::NotSet, 0, [System.Globalization.CultureInfo]::GetCultureInfo($env:HARK_SAPI_CULTURE)) }; \
+    $stdin = [Console]::OpenStandardInput(); $buffer = New-Object System.IO.MemoryStream; $stdin.CopyTo($buffer); \
+    $text = [System.Text.Encoding]::UTF8.GetString($buffer.ToArray()); \
+    $s.SetOutputToWaveFile($env:HARK_SAPI_OUT); $s.Speak($text); $s.Dispose()";
+
+/// One run of the Windows voice: PowerShell's arguments, the environment the script reads
+/// (every variable set, empty when unused, so none leaks in from Hark's own environment),
+/// and the bytes for its stdin.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(not(target_os = "windows"), allow(dead_code))] // built and tested everywhere, run on Windows
+struct SapiCall {
+    args: Vec<&'static str>,
+    env: Vec<(&'static str, std::ffi::OsString)>,
+    stdin: Vec<u8>,
+}
+
+/// How to have System.Speech render `text` to the WAV file `out`, with the voice named, or
+/// else the best installed voice for a culture (`de-DE`), or else the default one.
+#[cfg_attr(not(target_os = "windows"), allow(dead_code))]
+fn sapi_call(text: &str, out: &std::path::Path, voice: Option<&str>, culture: Option<&str>) -> SapiCall {
+    SapiCall {
+        args: vec!["-NoProfile", "-NonInteractive", "-Command", SAPI_SCRIPT],
+        env: vec![
+            ("HARK_SAPI_OUT", out.as_os_str().to_os_string()),
+            ("HARK_SAPI_VOICE", voice.unwrap_or_default().into()),
+            ("HARK_SAPI_CULTURE", culture.unwrap_or_default().into()),
+        ],
+        stdin: text.as_bytes().to_vec(),
+    }
+}
+
 /// espeak-ng writes WAV to a pipe with unknown lengths (0xFFFFFFFF); fill in the real ones.
 fn fix_streamed_wav(bytes: &[u8]) -> Result<Vec<u8>, String> {
     if bytes.len() < 44 || &bytes[0..4] != b"RIFF" || &bytes[8..12] != b"WAVE" {
@@ -191,6 +225,44 @@ mod tests {
         let (s, rate) = decode_wav_bytes(&fixed).unwrap();
         assert_eq!((s.len(), rate), (100, 16_000));
         assert!(fix_streamed_wav(b"nope").is_err());
+    }
+
+    /// Issue 22: the Windows voice garbled everything but ASCII (stdin decoded in the OEM
+    /// code page) and broke on a temp path with an apostrophe (a user named O'Brien).
+    #[test]
+    fn the_windows_voice_reads_its_text_as_utf8_and_takes_a_path_with_an_apostrophe_as_it_is() {
+        let text = "Voilà : « naïve » café, “quoted”, Straße, Ελληνικά, 日本語 — it's done.";
+        let out = std::path::Path::new(r"C:\Users\O'Brien\AppData\Local\Temp\hark-sapi-1.wav");
+        let call = sapi_call(text, out, Some("Microsoft Zira Desktop"), None);
+        // The text travels as UTF-8 bytes on stdin, and the script decodes them as UTF-8
+        // from the raw stream, never through the console's code page.
+        assert_eq!(call.stdin, text.as_bytes());
+        assert_eq!(std::str::from_utf8(&call.stdin).unwrap(), text);
+        let script = *call.args.last().unwrap();
+        assert!(script.contains("[Console]::OpenStandardInput()"), "{script}");
+        assert!(script.contains("[System.Text.Encoding]::UTF8.GetString("), "{script}");
+        assert!(!script.contains("[Console]::In"), "the OEM-decoding reader: {script}");
+        // Nothing of the call is spliced into the script: it is the same text every time,
+        // so the apostrophe cannot end a quoted string in it.
+        assert_eq!(script, SAPI_SCRIPT);
+        assert!(!script.contains("O'Brien") && !script.contains("Zira") && !script.contains("Voilà"));
+        assert_eq!(script.matches('\'').count() % 2, 0, "its own quotes are balanced");
+        // The path and the voice arrive as they are, through the environment.
+        let os = |s: &str| Some(std::ffi::OsString::from(s));
+        let env = |name: &str| call.env.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone());
+        assert_eq!(env("HARK_SAPI_OUT"), Some(out.as_os_str().to_os_string()));
+        assert_eq!(env("HARK_SAPI_VOICE"), os("Microsoft Zira Desktop"));
+        assert_eq!(env("HARK_SAPI_CULTURE"), os(""), "set, empty: nothing inherited");
+        assert!(script.contains("$s.SetOutputToWaveFile($env:HARK_SAPI_OUT)"));
+        assert!(script.contains("$s.SelectVoice($env:HARK_SAPI_VOICE)"));
+        assert_eq!(&call.args[..3], ["-NoProfile", "-NonInteractive", "-Command"]);
+
+        // With no voice named, the language's culture picks one.
+        let call = sapi_call("Guten Tag", out, None, Some("de-DE"));
+        let env = |name: &str| call.env.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone());
+        assert_eq!(env("HARK_SAPI_VOICE"), os(""));
+        assert_eq!(env("HARK_SAPI_CULTURE"), os("de-DE"));
+        assert!(SAPI_SCRIPT.contains("GetCultureInfo($env:HARK_SAPI_CULTURE)"));
     }
 
     #[cfg(target_os = "linux")]
