@@ -236,6 +236,23 @@ fn voice(s: &AppSettings, kc: &Keychain) -> (Voice, Vec<CommandError>) {
     (Voice { stt, tts, out }, problems)
 }
 
+/// The natural voice chosen but the OS voice speaking: why, as a notice (a banner that is
+/// no alarm, kept for a window that subscribes later, as problems are), so the fallback is
+/// never silent (issue 22).
+fn voice_fallback(profile: &Profile) -> Option<CommandError> {
+    let manifest = Manifest::load().ok()?;
+    let why = profile
+        .voice_in_effect(&manifest, hark_core::tts::espeak::find().as_deref())
+        .fallback?;
+    Some(CommandError {
+        kind: ErrorKind::NotReady,
+        title: "The natural voice".into(),
+        message: why.to_string(),
+        next_step: String::new(),
+        detail: None,
+    })
+}
+
 /// Whether a microphone is there to listen with (the status says so when not). Listing
 /// devices probes each (ALSA): a blocking thread's work.
 async fn microphone(s: &AppSettings) -> Status {
@@ -296,6 +313,9 @@ pub async fn switch(app: &AppHandle, session: Option<String>) -> CmdResult<Strin
     let (voice, problems) = voice(&settings, kc);
     for p in problems {
         state.problem(p);
+    }
+    if let Some(notice) = voice_fallback(&settings.profile) {
+        state.problem(notice);
     }
     // Warm up in the background, so the first turn is not slower than the next: the
     // speech model loads, and a local model evaluates the system prompt into its cache.

@@ -126,6 +126,7 @@ fn two_part_model(files: &Files, w1: &[u8], w2: &[u8]) -> ModelSpec {
         convert: None,
         multilingual: false,
         platform: None,
+        min_os_version: None,
         requires: Vec::new(),
         parts: vec![
             Part {
@@ -544,4 +545,39 @@ fn this_computers_models_directory_is_the_local_data_folders() {
     if std::env::var_os("HARK_MODELS_DIR").is_none() {
         assert_eq!(models_dir(), here);
     }
+}
+
+/// ONNX Runtime's macOS wheel is built for macOS 14 (`macosx_14_0_arm64`), and Hark runs
+/// from macOS 11 (issue 22): every pinned wheel's OS tag is the entry's minimum, and on an
+/// older macOS the entry is left out, so the natural voice is not fetched there and Hark
+/// speaks with the system voice instead of failing every reply.
+#[test]
+fn an_entry_built_for_a_newer_os_is_left_out_on_an_older_one() {
+    let m = Manifest::parse(MANIFEST_JSON).unwrap();
+    for spec in &m.models {
+        for part in &spec.parts {
+            let Some((_, tag)) = part.url.split_once("-macosx_") else {
+                continue;
+            };
+            let mut numbers = tag.split('_');
+            let wheel_min = format!("{}.{}", numbers.next().unwrap(), numbers.next().unwrap());
+            assert_eq!(spec.min_os_version.as_deref(), Some(wheel_min.as_str()), "{}", spec.id);
+        }
+    }
+    let mac = m.clone().for_platform("macos-aarch64");
+    for (version, has_runtime) in [("13.6.1", false), ("11.7.10", false), ("14.0", true), ("15.3", true)] {
+        let here = mac.clone().for_os_version(Some(version));
+        assert_eq!(here.find("onnxruntime").is_ok(), has_runtime, "macOS {version}");
+        assert_eq!(
+            here.with_requirements("kokoro-82m").is_ok(),
+            has_runtime,
+            "macOS {version}"
+        );
+    }
+    assert!(
+        mac.clone().for_os_version(None).find("onnxruntime").is_ok(),
+        "unknown: kept"
+    );
+    assert!(version_at_least("14.0.1", "14") && version_at_least("26.0", "14.0"));
+    assert!(!version_at_least("13.7", "14.0") && !version_at_least("10.15", "11.0"));
 }

@@ -120,7 +120,7 @@ impl SystemVoice {
                 args.extend(["-s".to_string(), r.to_string()]);
             }
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            super::espeak_ng(PROVIDER, &args, text.as_bytes()).await
+            super::espeak::run(PROVIDER, &args, text.as_bytes()).await
         }
     }
 }
