@@ -53,6 +53,10 @@ pub fn missing_models(profile: &Profile, kc: &Keychain) -> Result<Vec<ModelSpec>
     let manifest = Manifest::load()?;
     let store = ModelStore::default_dir();
     let mut want = profile.models_needed(kc, &manifest)?;
+    // Nothing is fetched (a gigabyte) for engines this processor cannot run.
+    if want.iter().any(|m| matches!(m.kind, ModelKind::Llm | ModelKind::Stt)) {
+        hark_core::cpu::offline_engines_supported("offline")?;
+    }
     want.retain(|m| !store.is_ready(m));
     Ok(want)
 }

@@ -129,6 +129,8 @@ impl LocalLlm {
         n_ctx: u32,
         unload_after: Option<std::time::Duration>,
     ) -> Result<Self, ProviderError> {
+        // hark-llm's llama.cpp is built for the same baseline as whisper.cpp.
+        crate::cpu::offline_engines_supported(PROVIDER)?;
         let bin = server_binary();
         let threads = std::thread::available_parallelism()
             .map(|n| n.get().min(4))
