@@ -81,8 +81,8 @@ fn every_icon_the_bundles_name_exists_in_its_format() {
             other => panic!("{icon}: an icon format the bundles do not know: {other:?}"),
         }
     }
-    // The tray's state icons.
-    for state in ["idle", "listening", "thinking", "speaking", "error"] {
+    // The tray's state icons, and macOS's template for the idle one.
+    for state in ["idle", "listening", "thinking", "speaking", "error", "template"] {
         let bytes = std::fs::read(here(&format!("../icons/tray/{state}.png"))).unwrap();
         assert_eq!(png_size(&bytes), (64, 64));
     }

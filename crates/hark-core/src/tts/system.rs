@@ -31,6 +31,45 @@ pub struct SystemVoice {
     pub language: Option<&'static Language>,
 }
 
+/// The macOS voices and the system's own, read once per run (three programs: not for
+/// every sentence).
+#[cfg(target_os = "macos")]
+struct MacVoices {
+    /// `say -v '?'`'s listing.
+    listing: String,
+    system: crate::language::SayDefaults,
+}
+
+#[cfg(target_os = "macos")]
+async fn mac_voices() -> &'static MacVoices {
+    static VOICES: tokio::sync::OnceCell<MacVoices> = tokio::sync::OnceCell::const_new();
+    VOICES
+        .get_or_init(|| async {
+            let run = |program: &'static str, args: &'static [&'static str]| async move {
+                crate::process::command(program)
+                    .args(args)
+                    .output()
+                    .await
+                    .ok()
+                    .filter(|o| o.status.success())
+                    .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+                    .filter(|s| !s.is_empty())
+            };
+            MacVoices {
+                listing: run("say", &["-v", "?"]).await.unwrap_or_default(),
+                system: crate::language::SayDefaults {
+                    voice: run(
+                        "defaults",
+                        &["read", "com.apple.speech.voice.prefs", "SelectedVoiceName"],
+                    )
+                    .await,
+                    locale: run("defaults", &["read", "-g", "AppleLocale"]).await,
+                },
+            }
+        })
+        .await
+}
+
 fn err(kind: ErrorKind, m: impl Into<String>) -> ProviderError {
     ProviderError::new(PROVIDER, kind, m)
 }
@@ -49,13 +88,12 @@ impl SystemVoice {
             cmd.arg("-o").arg(&file).arg("--data-format=LEI16@22050");
             let voice = match (&self.voice, self.language) {
                 (Some(v), _) => Some(v.clone()),
-                // `say` takes voice names only: the first installed voice of the locale.
-                (None, Some(lang)) => crate::process::command("say")
-                    .args(["-v", "?"])
-                    .output()
-                    .await
-                    .ok()
-                    .and_then(|o| crate::language::say_voice(&String::from_utf8_lossy(&o.stdout), lang)),
+                // `say` takes voice names only: the system voice when it speaks the
+                // language, else an installed voice of the locale (language::say_voice).
+                (None, Some(lang)) => {
+                    let mac = mac_voices().await;
+                    crate::language::say_voice(&mac.listing, lang, &mac.system)
+                }
                 (None, None) => None,
             };
             if let Some(v) = voice {
