@@ -142,6 +142,13 @@ const NOVELTY_VOICES: &[&str] = &[
     "Zarvox",
 ];
 
+/// Whether a macOS voice is a novelty one ("Grandma (German (Germany))": the name before the
+/// parenthesis says what it is).
+pub(crate) fn is_novelty_voice(name: &str) -> bool {
+    let base = name.split(" (").next().unwrap_or(name);
+    NOVELTY_VOICES.contains(&base)
+}
+
 /// What macOS says about its own voice: the voice chosen in System Settings → Accessibility
 /// → Spoken Content (`defaults read com.apple.speech.voice.prefs SelectedVoiceName`, absent
 /// until the user picks one), and the system's locale (`defaults read -g AppleLocale`, whose
@@ -181,11 +188,7 @@ pub fn say_voice(listing: &str, lang: &Language, system: &SayDefaults) -> Option
     if system_language.is_some_and(|l| l.eq_ignore_ascii_case(want)) {
         return None;
     }
-    // "Grandma (German (Germany))": the name before the parenthesis says what it is.
-    let speaking = |(name, _): &&(String, &str)| {
-        let base = name.split(" (").next().unwrap_or(name);
-        !NOVELTY_VOICES.contains(&base)
-    };
+    let speaking = |(name, _): &&(String, &str)| !is_novelty_voice(name);
     let want_locale = lang.locale.replace('-', "_");
     voices
         .iter()
@@ -287,7 +290,7 @@ mod tests {
         assert!(picked.is_some());
         // Nothing known about the system: still never a novelty voice.
         let picked = say_voice(listing, english, &SayDefaults::default()).unwrap();
-        assert!(!NOVELTY_VOICES.contains(&picked.as_str()), "{picked}");
+        assert!(!is_novelty_voice(&picked), "{picked}");
         // And German on that German Mac is the system voice.
         assert_eq!(say_voice(listing, german, &system(Some("Anna"), Some("de_DE"))), None);
     }

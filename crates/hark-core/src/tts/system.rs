@@ -303,6 +303,44 @@ mod tests {
         assert!(SAPI_SCRIPT.contains("GetCultureInfo($env:HARK_SAPI_CULTURE)"));
     }
 
+    /// On a Mac (CI's macOS job runs it): the real `say` listing yields a real English voice,
+    /// not a novelty one, when the system voice does not settle it.
+    #[cfg(target_os = "macos")]
+    #[tokio::test]
+    async fn macos_lists_a_real_english_voice() {
+        let mac = mac_voices().await;
+        assert!(!mac.listing.is_empty(), "say -v '?' listed no voices");
+        let english = crate::language::parse("en").unwrap().unwrap();
+        let picked = crate::language::say_voice(&mac.listing, english, &Default::default()).expect("an English voice");
+        assert!(!crate::language::is_novelty_voice(&picked), "{picked}");
+    }
+
+    /// On Windows (run there by hand; it needs System.Speech and a voice): accented text,
+    /// with the temp folder under a name with an apostrophe, renders to audio.
+    #[cfg(target_os = "windows")]
+    #[tokio::test]
+    #[ignore = "Windows only, with a System.Speech voice: cargo test -p hark-core --lib -- --ignored tts::system"]
+    async fn windows_speaks_accented_text_from_a_temp_folder_with_an_apostrophe() {
+        let dir = tempfile::Builder::new().prefix("O'Brien ").tempdir().unwrap();
+        // temp_dir() reads them (GetTempPathW); this test is the process's only user of them.
+        std::env::set_var("TMP", dir.path());
+        std::env::set_var("TEMP", dir.path());
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        SystemVoice {
+            language: crate::language::parse("fr").unwrap(),
+            ..Default::default()
+        }
+        .synthesize("Voilà : « naïve », déjà vu, Noël — c'est ça.", &tx)
+        .await
+        .unwrap();
+        drop(tx);
+        let mut total = 0;
+        while let Some(c) = rx.recv().await {
+            total += c.samples.len();
+        }
+        assert!(total > 10_000, "{total} samples");
+    }
+
     #[cfg(target_os = "linux")]
     #[tokio::test]
     async fn espeak_renders_a_sentence_as_audio() {
