@@ -28,4 +28,9 @@ for s in "idle:#64748b" "listening:#dc2626" "thinking:#d97706" "speaking:#16a34a
   $C -size 64x64 xc:none -fill "${s#*:}" -draw 'circle 32,32 32,4' -fill white -draw 'roundrectangle 25,14 39,38 7,7' \
     -stroke white -strokewidth 4 -fill none -draw 'arc 18,22 46,46 0,180' -draw 'line 32,46 32,52' "PNG32:tray/${s%%:*}.png"
 done
+# macOS's idle icon, a template image: the same microphone cut out of a black disc (only the
+# alpha counts; the menu bar draws it in its own colour, light or dark).
+$C -size 64x64 xc:black -fill white -draw 'circle 32,32 32,4' -fill black -draw 'roundrectangle 25,14 39,38 7,7' \
+  -stroke black -strokewidth 4 -fill none -draw 'arc 18,22 46,46 0,180' -draw 'line 32,46 32,52' \
+  -alpha copy -channel RGB -evaluate set 0 +channel PNG32:tray/template.png
 ls -1

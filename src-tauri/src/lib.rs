@@ -6,7 +6,7 @@
 //!
 //! # Layout
 //! - `lib.rs`: start-up (arguments, logging, plugins, the fatal start-up problems), the
-//!   second-launch handling, the window's close-to-tray.
+//!   second-launch handling, the window's close-to-tray, the macOS Dock's reopen.
 //! - `state.rs`: what everything shares, the status line, key events.
 //! - `runtime.rs`: starting a session from the settings (downloads first, with progress).
 //! - `commands/`: the commands the windows may call (each permissioned in `build.rs`,
@@ -44,6 +44,8 @@ use crate::settings::AppSettings;
 use crate::state::{lock, AppState, Fatal};
 
 pub use commands::{bindings, BINDINGS};
+// The packaging test checks the release configuration with the rule the app applies.
+pub use update::{updates_in_config, UpdateConfigError, Updates};
 
 /// The command line: `--hidden` starts in the tray, `--toggle` presses push-to-talk in the
 /// running instance (starting one, hidden, if none runs). A second launch hands its
@@ -276,14 +278,32 @@ pub fn run() {
             }
             Ok(())
         });
-    if let Some(updater) = update::plugin() {
+    // The configuration the app was built with decides whether it looks for updates.
+    let context = tauri::generate_context!();
+    if let Some(updater) = update::init(context.config()) {
         builder = builder.plugin(updater);
     }
-    if let Err(e) = builder.run(tauri::generate_context!()) {
-        tracing::error!("the app failed: {e}");
-        eprintln!("hark: the app failed: {e}");
-        std::process::exit(1);
-    }
+    let app = match builder.build(context) {
+        Ok(app) => app,
+        Err(e) => {
+            tracing::error!("the app failed: {e}");
+            eprintln!("hark: the app failed: {e}");
+            std::process::exit(1);
+        }
+    };
+    app.run(|app, event| {
+        // macOS: clicking Hark in the Dock, or opening it from Finder while it runs, asks the
+        // running app to reopen (tauri#12570); nothing showed the window a close had hidden.
+        // Whether windows are visible does not matter: the overlay may be the one showing.
+        #[cfg(target_os = "macos")]
+        {
+            if let tauri::RunEvent::Reopen { .. } = event {
+                tray::show_main(app);
+            }
+        }
+        #[cfg(not(target_os = "macos"))]
+        let _ = (app, event);
+    });
 }
 
 #[cfg(test)]

@@ -21,7 +21,12 @@ pub fn set(app: &AppHandle, on: bool) {
                 .decorations(false)
                 .always_on_top(true)
                 .skip_taskbar(true)
+                // Never takes the keyboard from the app the user is typing in: focused(false)
+                // holds for the window's creation only, and each later show() would focus it
+                // on Windows; a window that cannot be focused is never activated (tao:
+                // WS_EX_NOACTIVATE).
                 .focused(false)
+                .focusable(false)
                 .visible(false)
                 .build();
             match built {

@@ -53,6 +53,10 @@ pub fn missing_models(profile: &Profile, kc: &Keychain) -> Result<Vec<ModelSpec>
     let manifest = Manifest::load()?;
     let store = ModelStore::default_dir();
     let mut want = profile.models_needed(kc, &manifest)?;
+    // Nothing is fetched (a gigabyte) for engines this processor cannot run.
+    if want.iter().any(|m| matches!(m.kind, ModelKind::Llm | ModelKind::Stt)) {
+        hark_core::cpu::offline_engines_supported("offline")?;
+    }
     want.retain(|m| !store.is_ready(m));
     Ok(want)
 }
@@ -236,6 +240,23 @@ fn voice(s: &AppSettings, kc: &Keychain) -> (Voice, Vec<CommandError>) {
     (Voice { stt, tts, out }, problems)
 }
 
+/// The natural voice chosen but the OS voice speaking: why, as a notice (a banner that is
+/// no alarm, kept for a window that subscribes later, as problems are), so the fallback is
+/// never silent (issue 22).
+fn voice_fallback(profile: &Profile) -> Option<CommandError> {
+    let manifest = Manifest::load().ok()?;
+    let why = profile
+        .voice_in_effect(&manifest, hark_core::tts::espeak::find().as_deref())
+        .fallback?;
+    Some(CommandError {
+        kind: ErrorKind::NotReady,
+        title: "The natural voice".into(),
+        message: why.to_string(),
+        next_step: String::new(),
+        detail: None,
+    })
+}
+
 /// Whether a microphone is there to listen with (the status says so when not). Listing
 /// devices probes each (ALSA): a blocking thread's work.
 async fn microphone(s: &AppSettings) -> Status {
@@ -296,6 +317,9 @@ pub async fn switch(app: &AppHandle, session: Option<String>) -> CmdResult<Strin
     let (voice, problems) = voice(&settings, kc);
     for p in problems {
         state.problem(p);
+    }
+    if let Some(notice) = voice_fallback(&settings.profile) {
+        state.problem(notice);
     }
     // Warm up in the background, so the first turn is not slower than the next: the
     // speech model loads, and a local model evaluates the system prompt into its cache.

@@ -13,8 +13,17 @@ use crate::state::AppState;
 
 const TRAY: &str = "hark";
 
+/// Whether the state's icon is a template image, which the menu bar draws in its own
+/// colour (dark on a light bar, light on a dark one): on macOS, the idle icon. The others
+/// keep their colour, which is what says the state (red: listening).
+fn template(icon: TrayIcon) -> bool {
+    cfg!(target_os = "macos") && icon == TrayIcon::Idle
+}
+
 fn image(icon: TrayIcon) -> Option<Image<'static>> {
     let bytes: &'static [u8] = match icon {
+        // The microphone cut out of a black disc: only its shape counts in a template.
+        TrayIcon::Idle if template(icon) => include_bytes!("../../icons/tray/template.png"),
         TrayIcon::Idle => include_bytes!("../../icons/tray/idle.png"),
         TrayIcon::Listening => include_bytes!("../../icons/tray/listening.png"),
         TrayIcon::Thinking => include_bytes!("../../icons/tray/thinking.png"),
@@ -59,7 +68,7 @@ pub fn build(app: &AppHandle, status: &Status, updates: bool) -> tauri::Result<(
             }
         });
     if let Some(img) = image(status.icon()) {
-        builder = builder.icon(img);
+        builder = builder.icon(img).icon_as_template(template(status.icon()));
     }
     builder.build(app)?;
     Ok(())
@@ -103,7 +112,32 @@ fn on_menu(app: &AppHandle, id: &str) {
 /// The tray follows the status.
 pub fn show_status(app: &AppHandle, status: &Status) {
     if let Some(tray) = app.tray_by_id(TRAY) {
-        let _ = tray.set_icon(image(status.icon()));
+        // Icon and template flag at once (set_icon alone clears the flag on macOS).
+        let _ = tray.set_icon_with_as_template(image(status.icon()), template(status.icon()));
         let _ = tray.set_tooltip(Some(status.tooltip()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 22: the README promised a template image on macOS, and none was made. The idle
+    /// icon is one there (the menu bar's own colour), the coloured states never are, and
+    /// elsewhere nothing is.
+    #[test]
+    fn on_macos_the_idle_icon_is_a_template_and_the_coloured_states_are_not() {
+        assert_eq!(template(TrayIcon::Idle), cfg!(target_os = "macos"));
+        for state in [
+            TrayIcon::Listening,
+            TrayIcon::Thinking,
+            TrayIcon::Speaking,
+            TrayIcon::Error,
+        ] {
+            assert!(!template(state), "{state:?}");
+        }
+        for state in [TrayIcon::Idle, TrayIcon::Listening, TrayIcon::Error] {
+            assert!(image(state).is_some(), "{state:?} decodes");
+        }
     }
 }

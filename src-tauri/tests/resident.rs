@@ -30,7 +30,7 @@ async fn hark_lives_in_the_tray_and_answers_while_hidden() {
             json!({
                 "llm_provider": "openai", "llm_model": "local", "llm_base_url": llm.base_url(),
                 "whisper_model": model, "ptt_mode": "hold", "sound_cues": true, "recall": false,
-                "tts": "system",
+                "tts": "system", "start_hidden": true,
             }),
         )),
     );
@@ -41,37 +41,12 @@ async fn hark_lives_in_the_tray_and_answers_while_hidden() {
     let (u1, u2) = (dir.path().join("u1.wav"), dir.path().join("u2.wav"));
     espeak_wav("My name is Sam.", &u1);
     espeak_wav("Tell me, what is my name?", &u2);
+    // Hark starts in the tray (the setting): the window never shows. Closing a shown
+    // window is `the_close_button_hides_the_window_and_hark_keeps_running`.
     let app = open_app(&setup).await;
     app.phase("ready").await;
     assert_eq!(app_processes(), 1);
-    assert_eq!(visible_windows("Hark").len(), 1, "the window shows");
-
-    // A close request, as the window manager's close button sends it: the window hides,
-    // Hark keeps running.
-    // Sent again every 2 s while the window shows: once in many CI runs here the first
-    // request, sent as soon as the window showed, changed nothing for 10 s (no window
-    // manager runs on the test display; the cause was not found), where a user would
-    // click again. A request that is handled only hides the window, so a second one
-    // cannot hide a fault: the window still has to hide and Hark keep running.
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let mut sent = 0;
-    while let Some(&window) = visible_windows("Hark").first() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the window did not hide ({sent} close requests to window {window}); the app's log ends:\n{}",
-            log_tail(&setup, 30)
-        );
-        request_close(window);
-        sent += 1;
-        for _ in 0..20 {
-            if visible_windows("Hark").is_empty() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(app_processes(), 1, "closing the window does not end Hark");
+    assert!(visible_windows("Hark").is_empty(), "started hidden, in the tray");
 
     // Hidden, the global shortcut (held) runs a spoken turn that is answered.
     key(true, "ctrl+alt+shift+F11");
@@ -183,6 +158,77 @@ async fn hark_lives_in_the_tray_and_answers_while_hidden() {
     );
     // The keyring's own file is encrypted; it never has the key in the clear.
     assert!(found.is_empty(), "the key is in {found:?}");
+}
+
+/// The window's close button, as a window manager sends it (one `WM_DELETE_WINDOW`), soon
+/// after start: the window hides and Hark keeps running; a second launch brings it back,
+/// and closing it again hides it again, Hark started as a person starts it. Issue 21: on a
+/// loaded machine the request the harness sent was sometimes never delivered (see
+/// `request_close`); this failed 5 runs of 5 under `stress -c 2` before that fix.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs scripts/test.sh (display, virtual audio, keyring, models)"]
+async fn the_close_button_hides_the_window_and_hark_keeps_running() {
+    require_environment();
+    let _one = ONE_APP.lock().await;
+    let llm = FakeLlm::openai(None);
+    let dir = tempfile::tempdir().unwrap();
+    let setup = Setup::new(
+        dir.path(),
+        "close",
+        Some(settings(
+            "Ctrl+Alt+Shift+F7",
+            json!({"llm_provider": "openai", "llm_model": "local", "llm_base_url": llm.base_url(), "tts": "system"}),
+        )),
+    );
+    let _app = Launched::start(&setup);
+    // The window shows within a few seconds of the start; 60 s only catches a hang.
+    let shown = wait_visible("Hark", true, Duration::from_secs(60), "the window never showed").await;
+    assert_eq!(shown.len(), 1, "one window");
+    for round in ["soon after start", "after a second launch showed it"] {
+        // As the issue's user did: one click on the close button, 2 s after it showed.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        request_close(shown[0]);
+        // It hides in milliseconds; 10 s only catches a request that did nothing.
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        while !visible_windows("Hark").is_empty() {
+            assert!(
+                std::time::Instant::now() < until,
+                "one close request {round} did not hide the window; the app's log ends:\n{}",
+                log_tail(&setup, 30)
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(
+            app_processes(),
+            1,
+            "closing the window does not end Hark ({round}): {}; log:\n{}",
+            String::from_utf8_lossy(
+                &std::process::Command::new("ps")
+                    .args(["-o", "pid,ppid,stat,etime,args", "-C", "hark-app"])
+                    .output()
+                    .unwrap()
+                    .stdout
+            ),
+            log_tail(&setup, 30)
+        );
+        let (status, _) = second_launch(&setup, &[]);
+        assert!(status.success(), "a second launch exits 0");
+        // The window shows within ~0.2 s of the hand-over; 10 s only catches a hang.
+        let again = wait_visible(
+            "Hark",
+            true,
+            Duration::from_secs(10),
+            "a second launch did not show the window",
+        )
+        .await;
+        assert_eq!(again, shown, "the same window, not a new one");
+        assert_eq!(app_processes(), 1, "one Hark throughout");
+    }
+    assert!(
+        log_tail(&setup, 50).matches("window closed: hidden").count() == 2,
+        "each close request was handled as a hide:\n{}",
+        log_tail(&setup, 50)
+    );
 }
 
 /// A corrupt database at start: a window that names the file and offers the way on,

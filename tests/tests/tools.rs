@@ -7,7 +7,6 @@
 mod common;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use common::*;
 use hark_core::conversation::{HistorySettings, MessageKind, ToolState};
@@ -169,7 +168,8 @@ async fn barge_in_during_a_running_tool_cancels_the_call_and_its_late_result_bec
     for rig in both() {
         let store = mem_store();
         let mut s = rig.session(&store, HistorySettings::default());
-        s.set_tools(Toolbox::builtin().with(SlowTool(Duration::from_millis(700))));
+        let tool = GatedTool::new();
+        s.set_tools(Toolbox::builtin().with(tool.clone()));
         say(&mut s, "My name is Sam.").await.unwrap();
         rig.server.push(Behaviour::CallTool {
             name: "slow_lookup".into(),
@@ -180,12 +180,8 @@ async fn barge_in_during_a_running_tool_cancels_the_call_and_its_late_result_bec
         let result = s
             .send("Look it up.", &barge_in, |e| {
                 if let TurnEvent::ToolStarted { .. } = e {
-                    // The user presses the key again while the tool runs.
-                    let b = barge_in.clone();
-                    tokio::spawn(async move {
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                        b.cancel();
-                    });
+                    // The user presses the key again while the tool runs (its gate is shut).
+                    barge_in.cancel();
                 }
                 if let TurnEvent::ToolFinished { state, .. } = e {
                     events.push(state);
@@ -203,8 +199,8 @@ async fn barge_in_during_a_running_tool_cancels_the_call_and_its_late_result_bec
         assert!(s.background_running(), "the tool is still running");
 
         // The tool finishes after the conversation moved past it: a note, not an edit.
-        tokio::time::sleep(Duration::from_millis(900)).await;
-        assert!(s.poll_background().unwrap());
+        tool.open();
+        settle_background(&mut s).await;
         assert_eq!(tool_state(&s, 4).0, ToolState::Cancelled, "the cancelled result stays");
         let MessageKind::Note { text } = &s.conversation().record()[5].kind else {
             panic!("{:?}", kinds(&s))

@@ -256,8 +256,8 @@ async fn a_tool_turn_is_spoken_after_the_tool_and_a_barge_in_while_the_tool_runs
     use hark_core::tools::Toolbox;
 
     let mut r = rig();
-    r.chat
-        .set_tools(Toolbox::builtin().with(common::SlowTool(Duration::from_millis(600))));
+    let tool = common::GatedTool::new();
+    r.chat.set_tools(Toolbox::builtin().with(tool.clone()));
     // A whole tool turn, spoken: the tool's events, then the answer built on its result.
     let (tx, mut rx) = mpsc::unbounded_channel();
     let spoken = respond(
@@ -291,8 +291,8 @@ async fn a_tool_turn_is_spoken_after_the_tool_and_a_barge_in_while_the_tool_runs
     let b = barge_in.clone();
     tokio::spawn(async move {
         while let Some(e) = rx.recv().await {
+            // The tool's gate is shut: it is still running when the user presses.
             if matches!(e, VoiceEvent::ToolStarted { .. }) {
-                tokio::time::sleep(Duration::from_millis(100)).await;
                 b.cancel();
             }
         }
@@ -309,7 +309,8 @@ async fn a_tool_turn_is_spoken_after_the_tool_and_a_barge_in_while_the_tool_runs
     assert_eq!(t.state, ToolState::Cancelled);
     // The late result becomes a note; the conversation goes on and every request stays
     // valid for the provider.
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    tool.open();
+    common::settle_background(&mut r.chat).await;
     r.chat
         .send("Thanks anyway.", &CancellationToken::new(), |_| {})
         .await

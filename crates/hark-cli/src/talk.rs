@@ -100,7 +100,11 @@ async fn ensure_speech_model(profile: &Profile) -> Result<()> {
             crate::models::ensure(spec, "speech-to-text runs offline").await?;
         }
     }
-    if profile.tts_in_effect(&manifest) == TtsKind::Natural {
+    let effect = profile.voice_in_effect(&manifest, hark_core::tts::espeak::find().as_deref());
+    if let Some(why) = &effect.fallback {
+        eprintln!("hark: {why}");
+    }
+    if effect.kind == TtsKind::Natural {
         for spec in profile.natural_specs(&manifest)? {
             crate::models::ensure(spec, "the natural voice runs offline").await?;
         }

@@ -132,6 +132,31 @@ impl Default for Profile {
     }
 }
 
+/// Why the natural voice, chosen, is not the one that speaks: a notice's text (the app
+/// shows it, the CLI prints it), so the fallback to the OS voice is never silent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum VoiceFallback {
+    /// The models manifest has no natural voice for this system (its model, voices or ONNX
+    /// Runtime library for this platform and OS version).
+    #[error("The natural voice is not available on this computer ({0}), so Hark speaks with the system voice.")]
+    NotOnThisComputer(String),
+    /// espeak-ng, which makes its phonemes, is not installed (nothing is downloaded for
+    /// the natural voice until it is).
+    #[error("The natural voice needs espeak-ng for its pronunciation, and espeak-ng is not installed, so Hark speaks with the system voice. Install {0} and start a new conversation to hear the natural voice, or choose the system voice in Settings.")]
+    NoEspeakNg(&'static str),
+    /// Kokoro has no voice for the conversation language.
+    #[error("The natural voice has no {0} voice, so Hark speaks {0} with the system voice.")]
+    Language(&'static str),
+}
+
+/// The voice engine that speaks, and why it is not the one chosen when it is not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VoiceInEffect {
+    pub kind: TtsKind,
+    pub fallback: Option<VoiceFallback>,
+}
+
 /// Why a session's parts could not be built.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -276,8 +301,21 @@ impl Profile {
             .or_else(|| self.whisper_spec(manifest).map(|s| store.path(s)))
     }
 
-    /// The offline models this profile needs (downloaded or not), each once.
+    /// The offline models this profile needs (downloaded or not), with the voice in effect
+    /// on this computer.
     pub fn models_needed(&self, kc: &Keychain, manifest: &Manifest) -> Result<Vec<ModelSpec>, ModelError> {
+        self.models_needed_for(kc, manifest, self.tts_in_effect(manifest))
+    }
+
+    /// The offline models this profile needs when `voice` is the voice in effect: the
+    /// natural voice's files only when it will speak (issue 22: they were fetched, 150 MB,
+    /// where espeak-ng was missing and the OS voice spoke anyway).
+    pub fn models_needed_for(
+        &self,
+        kc: &Keychain,
+        manifest: &Manifest,
+        voice: TtsKind,
+    ) -> Result<Vec<ModelSpec>, ModelError> {
         let mut want = Vec::new();
         if self.llm(kc) == Llm::Local {
             want.push(self.local_spec(manifest)?.clone());
@@ -286,7 +324,7 @@ impl Profile {
         if self.moonshine_in_effect(manifest) {
             want.extend(self.moonshine_specs(manifest)?.into_iter().cloned());
         }
-        if self.tts_in_effect(manifest) == TtsKind::Natural {
+        if voice == TtsKind::Natural {
             want.extend(self.natural_specs(manifest)?.into_iter().cloned());
         }
         // ONNX Runtime runs both Moonshine and the natural voice.
@@ -333,14 +371,46 @@ impl Profile {
         })
     }
 
-    /// The voice engine in effect: the one chosen, except that the natural voice falls back
-    /// to the OS voice where the manifest has none for this platform (its model, voices or
-    /// ONNX Runtime library).
-    pub fn tts_in_effect(&self, manifest: &Manifest) -> TtsKind {
-        match self.tts {
-            TtsKind::Natural if self.natural_specs(manifest).is_err() => TtsKind::System,
-            t => t,
+    /// The voice engine in effect and, when it is not the one chosen, why: the natural
+    /// voice falls back to the OS voice where the manifest has none for this system, where
+    /// espeak-ng (`espeak_ng`: where it was found, if it was) is missing, and for a
+    /// conversation language Kokoro does not speak (unless a voice is named).
+    pub fn voice_in_effect(&self, manifest: &Manifest, espeak_ng: Option<&std::path::Path>) -> VoiceInEffect {
+        let system = |why| VoiceInEffect {
+            kind: TtsKind::System,
+            fallback: Some(why),
+        };
+        if self.tts != TtsKind::Natural {
+            return VoiceInEffect {
+                kind: self.tts,
+                fallback: None,
+            };
         }
+        if let Err(e) = self.natural_specs(manifest) {
+            return system(VoiceFallback::NotOnThisComputer(e.to_string()));
+        }
+        if espeak_ng.is_none() {
+            return system(VoiceFallback::NoEspeakNg(crate::tts::espeak::install_hint(
+                std::env::consts::OS,
+            )));
+        }
+        if nonempty(&self.voice).is_none() {
+            if let Ok(Some(lang)) = self.language() {
+                if natural::voice_for(Some(lang)).is_none() {
+                    return system(VoiceFallback::Language(lang.name));
+                }
+            }
+        }
+        VoiceInEffect {
+            kind: TtsKind::Natural,
+            fallback: None,
+        }
+    }
+
+    /// The voice engine in effect on this computer (see [`Self::voice_in_effect`]).
+    pub fn tts_in_effect(&self, manifest: &Manifest) -> TtsKind {
+        self.voice_in_effect(manifest, crate::tts::espeak::find().as_deref())
+            .kind
     }
 
     /// The natural voice's model and what it needs (its voices, ONNX Runtime for this
@@ -556,33 +626,20 @@ impl Profile {
             TtsKind::Natural => {
                 let manifest =
                     Manifest::load().map_err(|e| ProviderError::new("natural", ErrorKind::Settings, e.to_string()))?;
-                if self.tts_in_effect(&manifest) != TtsKind::Natural {
-                    tracing::info!(
-                        "no natural voice for {} in the models manifest: speaking with the OS voice",
-                        crate::models::this_platform()
-                    );
+                // Its phonemes come from espeak-ng (installed with Hark's Linux packages; on
+                // macOS and Windows only if the user installed it). The callers show why the
+                // OS voice speaks (`voice_in_effect`); here it is logged.
+                let effect = self.voice_in_effect(&manifest, crate::tts::espeak::find().as_deref());
+                if let Some(why) = effect.fallback {
+                    tracing::warn!("{why}");
                     return Ok(system(None));
                 }
-                // Its phonemes come from espeak-ng (installed with Hark on Linux; on macOS
-                // and Windows only if the user installed it).
-                if !crate::tts::espeak_ng_available() {
-                    tracing::warn!(
-                        "the natural voice needs espeak-ng, which is not installed: speaking with the OS voice"
-                    );
-                    return Ok(system(None));
-                }
-                // A named voice, else the natural voice of the conversation language; a
-                // language Kokoro does not speak gets the OS voice, which speaks them all.
+                // A named voice, else the natural voice of the conversation language (which
+                // `voice_in_effect` found).
                 let id = match (&voice, natural::voice_for(lang)) {
                     (Some(v), _) => v.clone(),
                     (None, Some(v)) => v.id.to_string(),
-                    (None, None) => {
-                        tracing::info!(
-                            "the natural voice has no {} voice: speaking with the OS voice",
-                            lang.map_or("", |l| l.name)
-                        );
-                        return Ok(system(None));
-                    }
+                    (None, None) => return Ok(system(None)),
                 };
                 let files = self
                     .natural_files(&manifest, &ModelStore::default_dir())
@@ -620,19 +677,25 @@ impl Profile {
 mod tests {
     use super::*;
 
+    /// Where espeak-ng was found, for the tests that need it found (the path is not run).
+    fn espeak() -> Option<&'static std::path::Path> {
+        Some(std::path::Path::new("/opt/homebrew/bin/espeak-ng"))
+    }
+
     #[test]
     fn the_natural_voice_falls_back_to_the_os_voice_where_the_manifest_has_none() {
         let p = Profile::default();
         let linux = Manifest::parse(crate::models::MANIFEST_JSON)
             .unwrap()
             .for_platform("linux-x86_64");
-        assert_eq!(p.tts_in_effect(&linux), TtsKind::Natural);
+        let effect = p.voice_in_effect(&linux, espeak());
+        assert_eq!((effect.kind, effect.fallback), (TtsKind::Natural, None));
         let kc = Keychain::with_service(format!("hark-assembly-natural-{}", std::process::id()));
         let needed: Vec<String> = Profile {
             llm_provider: LlmChoice::Local,
             ..Profile::default()
         }
-        .models_needed(&kc, &linux)
+        .models_needed_for(&kc, &linux, TtsKind::Natural)
         .unwrap()
         .into_iter()
         .map(|m| m.id)
@@ -651,15 +714,106 @@ mod tests {
         let elsewhere = Manifest::parse(crate::models::MANIFEST_JSON)
             .unwrap()
             .for_platform("freebsd-x86_64");
-        assert_eq!(p.tts_in_effect(&elsewhere), TtsKind::System);
-        let needed = p.models_needed(&kc, &elsewhere).unwrap();
+        let effect = p.voice_in_effect(&elsewhere, espeak());
+        assert_eq!(effect.kind, TtsKind::System);
+        assert!(
+            matches!(&effect.fallback, Some(VoiceFallback::NotOnThisComputer(why)) if why.contains("onnxruntime")),
+            "{:?}",
+            effect.fallback
+        );
+        let needed = p.models_needed_for(&kc, &elsewhere, effect.kind).unwrap();
         assert!(needed.iter().all(|m| m.kind != ModelKind::Tts), "{needed:?}");
-        // A voice chosen explicitly stays.
+        // A voice chosen explicitly stays, with nothing to explain.
         let os = Profile {
             tts: TtsKind::System,
             ..Profile::default()
         };
-        assert_eq!(os.tts_in_effect(&linux), TtsKind::System);
+        assert_eq!(
+            os.voice_in_effect(&linux, None),
+            VoiceInEffect {
+                kind: TtsKind::System,
+                fallback: None
+            }
+        );
+    }
+
+    /// Issue 22: the natural voice's 150 MB were fetched where espeak-ng was missing, and
+    /// then the OS voice spoke without a word. Now espeak-ng is looked for first: without
+    /// it nothing is fetched for the natural voice, and the reason says how to get it.
+    #[test]
+    fn without_espeak_ng_the_natural_voice_is_not_fetched_and_the_reason_is_given() {
+        let p = Profile::default();
+        let kc = Keychain::with_service(format!("hark-assembly-espeak-{}", std::process::id()));
+        for platform in ["linux-x86_64", "macos-aarch64", "windows-x86_64"] {
+            let m = Manifest::parse(crate::models::MANIFEST_JSON)
+                .unwrap()
+                .for_platform(platform);
+            let effect = p.voice_in_effect(&m, None);
+            assert_eq!(effect.kind, TtsKind::System, "{platform}");
+            let why = effect.fallback.expect("a reason to show");
+            assert!(matches!(why, VoiceFallback::NoEspeakNg(_)), "{platform}: {why:?}");
+            let text = why.to_string();
+            assert!(
+                text.contains("espeak-ng is not installed") && text.contains("system voice"),
+                "{text}"
+            );
+            let needed = p.models_needed_for(&kc, &m, effect.kind).unwrap();
+            assert!(
+                needed
+                    .iter()
+                    .all(|s| s.kind != ModelKind::Tts && s.kind != ModelKind::Runtime),
+                "{platform}: {needed:?}"
+            );
+            // Found: the natural voice, and its files are fetched.
+            let effect = p.voice_in_effect(&m, espeak());
+            assert_eq!(effect.kind, TtsKind::Natural, "{platform}");
+            let needed = p.models_needed_for(&kc, &m, effect.kind).unwrap();
+            assert!(needed.iter().any(|s| s.id == "kokoro-82m"), "{platform}");
+        }
+        assert!(crate::tts::espeak::install_hint("macos").contains("brew install espeak-ng"));
+    }
+
+    /// ONNX Runtime's macOS library is built for macOS 14; on 11 to 13 it does not load, and
+    /// every reply failed (issue 22). There the manifest has no natural voice, so the OS voice
+    /// speaks, and says why.
+    #[test]
+    fn on_macos_before_14_the_natural_voice_gives_way_to_the_os_voice() {
+        let m = Manifest::parse(crate::models::MANIFEST_JSON)
+            .unwrap()
+            .for_platform("macos-aarch64");
+        let old = m.clone().for_os_version(Some("13.6"));
+        let effect = Profile::default().voice_in_effect(&old, espeak());
+        assert_eq!(effect.kind, TtsKind::System);
+        assert!(matches!(effect.fallback, Some(VoiceFallback::NotOnThisComputer(_))));
+        let new = m.for_os_version(Some("14.2"));
+        assert_eq!(
+            Profile::default().voice_in_effect(&new, espeak()).kind,
+            TtsKind::Natural
+        );
+    }
+
+    #[test]
+    fn a_language_kokoro_does_not_speak_gets_the_os_voice_unless_a_voice_is_named() {
+        let m = Manifest::parse(crate::models::MANIFEST_JSON)
+            .unwrap()
+            .for_platform("linux-x86_64");
+        let german = Profile {
+            language: "de".into(),
+            ..Profile::default()
+        };
+        let effect = german.voice_in_effect(&m, espeak());
+        assert_eq!(effect.kind, TtsKind::System);
+        assert_eq!(effect.fallback, Some(VoiceFallback::Language("German")));
+        let spanish = Profile {
+            language: "es".into(),
+            ..Profile::default()
+        };
+        assert_eq!(spanish.voice_in_effect(&m, espeak()).kind, TtsKind::Natural);
+        let named = Profile {
+            voice: Some("af_heart".into()),
+            ..german
+        };
+        assert_eq!(named.voice_in_effect(&m, espeak()).kind, TtsKind::Natural);
     }
 
     #[test]

@@ -119,29 +119,88 @@ pub fn deepgram_voice(lang: Option<&Language>) -> Option<&'static str> {
     }
 }
 
-/// The macOS voice for a locale, from `say -v '?'`'s listing (lines like
-/// `Anna                de_DE    # Hallo! Ich heiße Anna.`): the first voice of that
-/// locale, else the first of that language.
-pub fn say_voice(listing: &str, lang: &Language) -> Option<String> {
-    let want_locale = lang.locale.replace('-', "_");
-    let mut same_language = None;
-    for line in listing.lines() {
-        let before_comment = line.split('#').next().unwrap_or("");
-        let mut fields: Vec<&str> = before_comment.split_whitespace().collect();
-        let Some(locale) = fields.pop() else { continue };
-        if fields.is_empty() {
-            continue;
-        }
-        let name = fields.join(" ");
-        if locale.eq_ignore_ascii_case(&want_locale) {
-            return Some(name);
-        }
-        let language = locale.split(['_', '-']).next().unwrap_or("");
-        if same_language.is_none() && language.eq_ignore_ascii_case(lang.code.split('-').next().unwrap_or("")) {
-            same_language = Some(name);
-        }
+/// macOS voices that are sound effects or jokes, not a voice to answer in ("Albert" is
+/// usually the first en_US voice `say -v '?'` lists): never picked for a language.
+const NOVELTY_VOICES: &[&str] = &[
+    "Albert",
+    "Bad News",
+    "Bahh",
+    "Bells",
+    "Boing",
+    "Bubbles",
+    "Cellos",
+    "Deranged",
+    "Good News",
+    "Hysterical",
+    "Jester",
+    "Organ",
+    "Pipe Organ",
+    "Superstar",
+    "Trinoids",
+    "Whisper",
+    "Wobble",
+    "Zarvox",
+];
+
+/// Whether a macOS voice is a novelty one ("Grandma (German (Germany))": the name before the
+/// parenthesis says what it is).
+pub(crate) fn is_novelty_voice(name: &str) -> bool {
+    let base = name.split(" (").next().unwrap_or(name);
+    NOVELTY_VOICES.contains(&base)
+}
+
+/// What macOS says about its own voice: the voice chosen in System Settings → Accessibility
+/// → Spoken Content (`defaults read com.apple.speech.voice.prefs SelectedVoiceName`, absent
+/// until the user picks one), and the system's locale (`defaults read -g AppleLocale`, whose
+/// language the system voice speaks by default).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SayDefaults {
+    pub voice: Option<String>,
+    pub locale: Option<String>,
+}
+
+/// The language part of a locale: `en` of `en_US`, `en-GB` or `en_US@rg=gbzzzz`.
+fn language_of(locale: &str) -> &str {
+    locale.split(['_', '-', '@']).next().unwrap_or("")
+}
+
+/// The macOS voice for a conversation language, from `say -v '?'`'s listing (lines like
+/// `Anna                de_DE    # Hallo! Ich heiße Anna.`): `None`, meaning the system voice,
+/// when the system voice speaks that language (the user's own choice, or the system's
+/// default for its language); else the first voice of the locale, else the first of the
+/// language, novelty voices left out.
+pub fn say_voice(listing: &str, lang: &Language, system: &SayDefaults) -> Option<String> {
+    let voices: Vec<(String, &str)> = listing
+        .lines()
+        .filter_map(|line| {
+            let before_comment = line.split('#').next().unwrap_or("");
+            let mut fields: Vec<&str> = before_comment.split_whitespace().collect();
+            let locale = fields.pop()?;
+            (!fields.is_empty()).then(|| (fields.join(" "), locale))
+        })
+        .collect();
+    let want = language_of(lang.code);
+    let system_language = match &system.voice {
+        // A chosen voice speaks its locale's language (one `say` does not list: unknown).
+        Some(name) => voices.iter().find(|(n, _)| n == name).map(|(_, l)| language_of(l)),
+        None => system.locale.as_deref().map(language_of),
+    };
+    if system_language.is_some_and(|l| l.eq_ignore_ascii_case(want)) {
+        return None;
     }
-    same_language
+    let speaking = |(name, _): &&(String, &str)| !is_novelty_voice(name);
+    let want_locale = lang.locale.replace('-', "_");
+    voices
+        .iter()
+        .filter(speaking)
+        .find(|(_, l)| l.eq_ignore_ascii_case(&want_locale))
+        .or_else(|| {
+            voices
+                .iter()
+                .filter(speaking)
+                .find(|(_, l)| language_of(l).eq_ignore_ascii_case(want))
+        })
+        .map(|(name, _)| name.clone())
 }
 
 #[cfg(test)]
@@ -186,10 +245,53 @@ mod tests {
                        Amélie              fr_CA    # Bonjour! Je m’appelle Amélie.\n\
                        Thomas              fr_FR    # Bonjour, je m’appelle Thomas.\n\
                        Paulina             es_MX    # Hola, me llamo Paulina.\n";
-        let get = |c: &str| say_voice(listing, parse(c).unwrap().unwrap());
+        let unknown = SayDefaults::default();
+        let get = |c: &str| say_voice(listing, parse(c).unwrap().unwrap(), &unknown);
         assert_eq!(get("de").as_deref(), Some("Anna"));
         assert_eq!(get("fr").as_deref(), Some("Thomas"), "the exact locale wins");
         assert_eq!(get("es").as_deref(), Some("Paulina"), "else the same language");
         assert_eq!(get("ja"), None);
+    }
+
+    /// Issue 22: English got the first en_US voice `say` lists, which is usually Albert, a
+    /// novelty voice. The system's own voice speaks when it speaks the language; otherwise
+    /// novelty voices are passed over.
+    #[test]
+    fn english_on_macos_is_the_system_voice_or_a_real_voice_never_albert() {
+        let listing = "Albert              en_US    # Hello! My name is Albert.\n\
+                       Anna                de_DE    # Hallo! Ich heiße Anna.\n\
+                       Bad News            en_US    # The light you see at the end of the tunnel.\n\
+                       Bahh                en_US    # Do not pull the wool over my eyes.\n\
+                       Eddy (English (US)) en_US    # Hello! My name is Eddy.\n\
+                       Samantha            en_US    # Hello! My name is Samantha.\n\
+                       Zarvox              en_US    # That looks like a peaceful planet.\n";
+        let english = parse("en").unwrap().unwrap();
+        let german = parse("de").unwrap().unwrap();
+        let system = |voice: Option<&str>, locale: Option<&str>| SayDefaults {
+            voice: voice.map(str::to_string),
+            locale: locale.map(str::to_string),
+        };
+        // A US or British Mac, voice never changed: its default voice is English.
+        assert_eq!(say_voice(listing, english, &system(None, Some("en_US"))), None);
+        assert_eq!(
+            say_voice(listing, english, &system(None, Some("en_GB@rg=gbzzzz"))),
+            None
+        );
+        // The user chose Samantha: she speaks, as the system voice.
+        assert_eq!(
+            say_voice(listing, english, &system(Some("Samantha"), Some("de_DE"))),
+            None
+        );
+        // A German Mac (its voice speaks German): English gets a real English voice.
+        let picked = say_voice(listing, english, &system(None, Some("de_DE")));
+        assert_eq!(picked.as_deref(), Some("Eddy (English (US))"));
+        let picked = say_voice(listing, english, &system(Some("Anna"), None));
+        assert_ne!(picked.as_deref(), Some("Albert"));
+        assert!(picked.is_some());
+        // Nothing known about the system: still never a novelty voice.
+        let picked = say_voice(listing, english, &SayDefaults::default()).unwrap();
+        assert!(!is_novelty_voice(&picked), "{picked}");
+        // And German on that German Mac is the system voice.
+        assert_eq!(say_voice(listing, german, &system(Some("Anna"), Some("de_DE"))), None);
     }
 }

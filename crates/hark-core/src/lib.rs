@@ -7,6 +7,8 @@
 //! - `assembly`: the composition root: from what the user chose ([`assembly::Profile`]) and
 //!   the keys present to a session's model, speech and settings; every default lives here.
 //! - `conversation`: the record, the context window over it, and the history rules.
+//! - `cpu`: the processor features the offline engines are built for, checked before they
+//!   run.
 //! - `error`: the one error taxonomy ([`error::ErrorKind`]) with each kind's next step, and
 //!   the redaction of key-shaped text.
 //! - `idle`: a model kept loaded while used and freed after a while unused (whisper, the
@@ -38,6 +40,7 @@
 pub mod assembly;
 pub mod audio;
 pub mod conversation;
+pub mod cpu;
 pub mod error;
 pub mod idle;
 pub mod language;

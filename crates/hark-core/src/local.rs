@@ -58,6 +58,56 @@ pub fn server_binary() -> PathBuf {
     PathBuf::from(name)
 }
 
+/// How a server that ended before it was ready ended: what it wrote to stderr, and what its
+/// exit status means when that is a failure that prints nothing (a missing DLL, an
+/// instruction this CPU lacks). Waits a few seconds at most for it to end.
+async fn ended(child: &mut Child) -> String {
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = tokio::time::timeout(Duration::from_secs(5), e.read_to_string(&mut err)).await;
+    }
+    let status = match tokio::time::timeout(Duration::from_secs(5), child.wait()).await {
+        Ok(Ok(status)) => status,
+        _ => return err.trim().to_string(),
+    };
+    #[cfg(unix)]
+    let signal = std::os::unix::process::ExitStatusExt::signal(&status);
+    #[cfg(not(unix))]
+    let signal = None;
+    let err = err.trim();
+    match (exit_explained(status.code(), signal), err.is_empty()) {
+        (Some(why), true) => format!("{why} ({status})"),
+        (Some(why), false) => format!("{why} ({status}): {err}"),
+        (None, true) => format!("it exited with {status} and said nothing"),
+        (None, false) => err.to_string(),
+    }
+}
+
+/// What an exit that prints nothing means, from the exit code (Windows' NTSTATUS values) or
+/// the Unix signal.
+fn exit_explained(code: Option<i32>, signal: Option<i32>) -> Option<&'static str> {
+    // NTSTATUS values as the exit code of a process the loader or the CPU stopped.
+    const DLL_NOT_FOUND: i32 = 0xC000_0135_u32 as i32;
+    const ENTRYPOINT_NOT_FOUND: i32 = 0xC000_0139_u32 as i32;
+    const ILLEGAL_INSTRUCTION: i32 = 0xC000_001D_u32 as i32;
+    const SIGILL: i32 = 4;
+    match (code, signal) {
+        (Some(DLL_NOT_FOUND), _) => Some(
+            "a library it needs is missing (the Microsoft Visual C++ runtime, which Hark's \
+             installer puts beside it): reinstall Hark",
+        ),
+        (Some(ENTRYPOINT_NOT_FOUND), _) => Some(
+            "a library it needs is too old (an older Microsoft Visual C++ runtime was found \
+             first): reinstall Hark, or install the latest Visual C++ Redistributable",
+        ),
+        (Some(ILLEGAL_INSTRUCTION), _) | (_, Some(SIGILL)) => Some(
+            "this processor lacks an instruction the offline engines were built for (see \
+             hark_core::cpu): use a cloud model",
+        ),
+        _ => None,
+    }
+}
+
 /// 128 random bits, hex.
 fn launch_token() -> String {
     use rand::Rng;
@@ -79,6 +129,8 @@ impl LocalLlm {
         n_ctx: u32,
         unload_after: Option<std::time::Duration>,
     ) -> Result<Self, ProviderError> {
+        // hark-llm's llama.cpp is built for the same baseline as whisper.cpp.
+        crate::cpu::offline_engines_supported(PROVIDER)?;
         let bin = server_binary();
         let threads = std::thread::available_parallelism()
             .map(|n| n.get().min(4))
@@ -105,9 +157,13 @@ impl LocalLlm {
         let mut stdin = child.stdin.take();
         if let Some(pipe) = stdin.as_mut() {
             use tokio::io::AsyncWriteExt;
-            pipe.write_all(format!("{token}\n").as_bytes())
-                .await
-                .map_err(|e| fail(format!("cannot hand the launch token to hark-llm: {e}")))?;
+            if let Err(e) = pipe.write_all(format!("{token}\n").as_bytes()).await {
+                // The pipe breaks when the server ended at once: say how it ended.
+                return Err(fail(format!(
+                    "the offline model server could not start ({e}): {}",
+                    ended(&mut child).await
+                )));
+            }
         }
         let stdout = child
             .stdout
@@ -118,16 +174,12 @@ impl LocalLlm {
         let line = match first {
             Ok(Ok(Some(line))) => line,
             Ok(_) => {
-                // It exited: its stderr says why (no such file, out of memory, bad model).
-                let mut err = String::new();
-                if let Some(mut e) = child.stderr.take() {
-                    let _ = e.read_to_string(&mut err).await;
-                }
-                let _ = child.wait().await;
+                // It exited: its stderr says why (no such file, out of memory, bad model), or
+                // its exit status does when it never got to write anything.
                 return Err(fail(format!(
                     "the offline model server stopped while loading {}: {}",
                     model_file.display(),
-                    err.trim()
+                    ended(&mut child).await
                 )));
             }
             Err(_) => {
@@ -187,5 +239,29 @@ impl LocalLlm {
     /// Whether the server process is still running.
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// hark-llm.exe without the Visual C++ runtime "dies with no message" (issue 22): the
+    /// loader's exit code becomes words.
+    #[test]
+    fn an_exit_that_prints_nothing_is_explained_by_its_status() {
+        let dll = exit_explained(Some(-1_073_741_515), None).unwrap();
+        assert!(dll.contains("Visual C++ runtime"), "{dll}");
+        let old = exit_explained(Some(-1_073_741_511), None).unwrap();
+        assert!(old.contains("too old"), "{old}");
+        let cpu = exit_explained(Some(-1_073_741_795), None).unwrap();
+        assert_eq!(exit_explained(None, Some(4)), Some(cpu), "SIGILL says the same");
+        assert!(cpu.contains("processor"), "{cpu}");
+        assert_eq!(
+            exit_explained(Some(1), None),
+            None,
+            "its own errors speak for themselves"
+        );
+        assert_eq!(exit_explained(None, Some(9)), None);
     }
 }

@@ -76,11 +76,39 @@ pub fn mem_store() -> Arc<Store> {
     Arc::new(Store::open_in_memory().unwrap())
 }
 
-/// A tool that takes its time, for barge-in tests: answers "the slow answer is 42".
-pub struct SlowTool(pub Duration);
+/// A tool for barge-in tests that answers "the slow answer is 42" only once the test opens
+/// its gate: a barge-in while it runs needs no sleep to win a race against it, and the late
+/// result comes when the test says (issue 21: orderings, not timings).
+#[derive(Clone)]
+pub struct GatedTool(Arc<tokio::sync::watch::Sender<bool>>);
+
+impl GatedTool {
+    pub fn new() -> Self {
+        Self(Arc::new(tokio::sync::watch::Sender::new(false)))
+    }
+
+    /// Lets every call, running or to come, return its answer.
+    pub fn open(&self) {
+        self.0.send_replace(true);
+    }
+}
+
+/// Waits for a session's background work (a late tool result) to have something for
+/// `poll_background`, then applies it. Only catches a hang: the result is a channel send
+/// away once the tool returns (microseconds); 20 s is far beyond that.
+pub async fn settle_background(s: &mut ChatSession) {
+    let signal = s.background_signal();
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while !s.poll_background().unwrap() {
+            signal.notified().await;
+        }
+    })
+    .await
+    .expect("the background result never came");
+}
 
 #[async_trait::async_trait]
-impl hark_core::tools::Tool for SlowTool {
+impl hark_core::tools::Tool for GatedTool {
     fn spec(&self) -> hark_core::conversation::ToolSpec {
         hark_core::conversation::ToolSpec {
             name: "slow_lookup".into(),
@@ -90,7 +118,7 @@ impl hark_core::tools::Tool for SlowTool {
     }
 
     async fn call(&self, _: &serde_json::Value, _: &hark_core::tools::ToolContext) -> Result<String, String> {
-        tokio::time::sleep(self.0).await;
+        let _ = self.0.subscribe().wait_for(|open| *open).await;
         Ok("the slow answer is 42".into())
     }
 }

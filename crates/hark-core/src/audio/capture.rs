@@ -302,10 +302,12 @@ mod tests {
     fn the_capture_thread_never_outlives_a_timed_out_open() {
         let released = Arc::new(AtomicBool::new(false));
         let r = released.clone();
-        let started = Instant::now();
+        // The device opens only when the test lets it, after the press has returned: an
+        // ordering, not a stopwatch (issue 21), that the press did not wait for it.
+        let (open_now, opening) = std::sync::mpsc::channel::<()>();
         let result = Capture::start_with(
             move |_| {
-                std::thread::sleep(Duration::from_millis(300));
+                let _ = opening.recv();
                 let (_p, c) = rtrb::RingBuffer::<f32>::new(16);
                 Ok((Held(r), info(), c))
             },
@@ -313,12 +315,12 @@ mod tests {
         );
         assert!(
             matches!(result, Err(AudioError::Input { .. })),
-            "the press fails at the timeout"
+            "the press fails at the timeout, without waiting for the device"
         );
-        assert!(
-            started.elapsed() < Duration::from_millis(250),
-            "without waiting for the device"
-        );
+        assert!(!released.load(Ordering::SeqCst), "the device has not opened yet");
+        open_now.send(()).unwrap();
+        // Opening and dropping the stand-in takes microseconds; 5 s only catches a device
+        // that is never let go.
         let deadline = Instant::now() + Duration::from_secs(5);
         while !released.load(Ordering::SeqCst) {
             assert!(Instant::now() < deadline, "the late device was never let go");

@@ -99,6 +99,11 @@ pub struct ModelSpec {
     /// the model is for that platform only. Absent: every platform.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub platform: Option<String>,
+    /// The oldest version of the platform's OS the file runs on (`"14.0"`: ONNX Runtime's
+    /// macOS wheel is built for macOS 14, and does not load on 11 to 13). Absent: any.
+    /// Entries this computer's OS is too old for are left out like other platforms' ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_os_version: Option<String>,
     /// Models this one needs beside it (fetched before it, by id).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requires: Vec<String>,
@@ -108,6 +113,54 @@ pub struct ModelSpec {
 /// This machine's platform as the manifest names it.
 pub fn this_platform() -> String {
     format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH)
+}
+
+/// This computer's OS version where a manifest entry may depend on it (macOS, from
+/// `sw_vers -productVersion`; read once); `None` elsewhere or when it cannot be read.
+pub fn this_os_version() -> Option<&'static str> {
+    static VERSION: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    VERSION
+        .get_or_init(|| {
+            #[cfg(target_os = "macos")]
+            {
+                std::process::Command::new("/usr/bin/sw_vers")
+                    .arg("-productVersion")
+                    .output()
+                    .ok()
+                    .filter(|o| o.status.success())
+                    .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+                    .filter(|v| !v.is_empty())
+            }
+            #[cfg(not(target_os = "macos"))]
+            {
+                None
+            }
+        })
+        .as_deref()
+}
+
+/// This machine as the manifest's messages name it: the platform, and the OS version where
+/// it is known (`macos-aarch64 13.6`).
+fn this_system() -> String {
+    match this_os_version() {
+        Some(v) => format!("{} {v}", this_platform()),
+        None => this_platform(),
+    }
+}
+
+/// Whether dotted version `have` is at least `need` (`"13.6.1"` is not `"14.0"`; missing
+/// parts count as 0, and a part that is not a number as 0).
+pub fn version_at_least(have: &str, need: &str) -> bool {
+    let parts = |v: &str| -> Vec<u64> { v.trim().split('.').map(|p| p.parse().unwrap_or(0)).collect() };
+    let (have, need) = (parts(have), parts(need));
+    let len = have.len().max(need.len());
+    let at = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
+    for i in 0..len {
+        if at(&have, i) != at(&need, i) {
+            return at(&have, i) > at(&need, i);
+        }
+    }
+    true
 }
 
 impl ModelSpec {
@@ -134,12 +187,26 @@ impl Manifest {
                 models: Vec::new(),
             })
             .for_platform(&this_platform())
+            .for_os_version(this_os_version())
     }
 
     /// The manifest without the models for other platforms.
     pub fn for_platform(mut self, platform: &str) -> Self {
         self.models
             .retain(|m| m.platform.as_deref().is_none_or(|p| p == platform));
+        self
+    }
+
+    /// The manifest without the models that need a newer OS than `version` (`None`:
+    /// unknown, nothing is left out).
+    pub fn for_os_version(mut self, version: Option<&str>) -> Self {
+        if let Some(have) = version {
+            self.models.retain(|m| {
+                m.min_os_version
+                    .as_deref()
+                    .is_none_or(|need| version_at_least(have, need))
+            });
+        }
         self
     }
 
@@ -153,8 +220,8 @@ impl Manifest {
             }
             let spec = m.find(id).map_err(|e| match e {
                 ModelError::UnknownModel(..) if depth > 0 => ModelError::Manifest(format!(
-                    "model {id} is required but not in the manifest for this platform ({})",
-                    this_platform()
+                    "model {id} is required but not in the manifest for this system ({})",
+                    this_system()
                 )),
                 e => e,
             })?;
@@ -180,7 +247,8 @@ impl Manifest {
                 let text = std::fs::read_to_string(&path).map_err(io_err(&path))?;
                 Ok(Self::parse(&text)
                     .map_err(|e| ModelError::Manifest(format!("{}: {e}", path.display())))?
-                    .for_platform(&this_platform()))
+                    .for_platform(&this_platform())
+                    .for_os_version(this_os_version()))
             }
             None => Ok(Self::builtin()),
         }
@@ -267,14 +335,49 @@ impl Progress {
     }
 }
 
-/// The models directory: `HARK_MODELS_DIR`, or `<data dir>/models`.
-pub fn models_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("HARK_MODELS_DIR").filter(|d| !d.is_empty()) {
+/// Hark's data folders as the platform reports them (`directories::ProjectDirs`): the one
+/// a roaming profile carries from computer to computer, and the one that stays on this
+/// computer. They differ on Windows only (`%APPDATA%\hark\hark\data` and
+/// `%LOCALAPPDATA%\hark\hark\data`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataDirs {
+    pub roaming: PathBuf,
+    pub local: PathBuf,
+}
+
+impl DataDirs {
+    /// This computer's.
+    pub fn here() -> Option<Self> {
+        directories::ProjectDirs::from("app", "hark", "hark").map(|d| DataDirs {
+            roaming: d.data_dir().to_path_buf(),
+            local: d.data_local_dir().to_path_buf(),
+        })
+    }
+}
+
+/// The models directory on `os` (as `std::env::consts::OS` names it): `override_dir`
+/// (`HARK_MODELS_DIR`) when set, else `models/` in the data folder that stays on the
+/// computer. On Windows that is the local one: the roaming one would have a roaming profile
+/// copy 1.3 GB of models to the server and back at every sign-in. On macOS and Linux both are
+/// one folder, where the models have always been.
+pub fn models_dir_for(os: &str, override_dir: Option<std::ffi::OsString>, dirs: Option<&DataDirs>) -> PathBuf {
+    if let Some(d) = override_dir.filter(|d| !d.is_empty()) {
         return PathBuf::from(d);
     }
-    directories::ProjectDirs::from("app", "hark", "hark")
-        .map(|d| d.data_dir().join("models"))
-        .unwrap_or_else(|| PathBuf::from("models"))
+    match dirs {
+        Some(d) if os == "windows" => d.local.join("models"),
+        Some(d) => d.roaming.join("models"),
+        None => PathBuf::from("models"),
+    }
+}
+
+/// The models directory here (see [`models_dir_for`]).
+pub fn models_dir() -> PathBuf {
+    models_dir_for(
+        std::env::consts::OS,
+        std::env::var_os("HARK_MODELS_DIR"),
+        DataDirs::here().as_ref(),
+    )
 }
 
 /// The models directory and what is in it.

@@ -126,6 +126,7 @@ fn two_part_model(files: &Files, w1: &[u8], w2: &[u8]) -> ModelSpec {
         convert: None,
         multilingual: false,
         platform: None,
+        min_os_version: None,
         requires: Vec::new(),
         parts: vec![
             Part {
@@ -523,4 +524,96 @@ async fn moonshine_downloads_from_npm_and_pypi_and_matches_its_pins() {
     for spec in m.with_requirements("moonshine-tiny").unwrap() {
         fetch_for_real(spec, 1_000_000).await;
     }
+}
+
+/// Issue 22: models went to the roaming `%APPDATA%` on Windows, so a roaming profile synced
+/// 1.3 GB. The folders below are what `directories` reports on each system (its
+/// documentation's table) for Hark's `ProjectDirs::from("app", "hark", "hark")`.
+#[test]
+fn models_live_in_the_data_folder_that_stays_on_the_computer() {
+    let windows = DataDirs {
+        roaming: PathBuf::from(r"C:\Users\O'Brien\AppData\Roaming\hark\hark\data"),
+        local: PathBuf::from(r"C:\Users\O'Brien\AppData\Local\hark\hark\data"),
+    };
+    assert_eq!(
+        models_dir_for("windows", None, Some(&windows)),
+        windows.local.join("models"),
+        "%LOCALAPPDATA%, not the roaming %APPDATA%"
+    );
+    let mac_folder = PathBuf::from("/Users/alice/Library/Application Support/app.hark.hark");
+    let mac = DataDirs {
+        roaming: mac_folder.clone(),
+        local: mac_folder.clone(),
+    };
+    assert_eq!(models_dir_for("macos", None, Some(&mac)), mac_folder.join("models"));
+    let linux_folder = PathBuf::from("/home/alice/.local/share/hark");
+    let linux = DataDirs {
+        roaming: linux_folder.clone(),
+        local: linux_folder.clone(),
+    };
+    assert_eq!(models_dir_for("linux", None, Some(&linux)), linux_folder.join("models"));
+    // HARK_MODELS_DIR wins everywhere; set but empty, it is not set.
+    for (os, dirs) in [("windows", &windows), ("macos", &mac), ("linux", &linux)] {
+        assert_eq!(
+            models_dir_for(os, Some("/mnt/models".into()), Some(dirs)),
+            PathBuf::from("/mnt/models")
+        );
+        assert_eq!(
+            models_dir_for(os, Some("".into()), Some(dirs)),
+            dirs.local.join("models")
+        );
+    }
+    // No home folder at all: beside the working directory.
+    assert_eq!(models_dir_for("linux", None, None), PathBuf::from("models"));
+}
+
+/// The app and the CLI use the same function with this computer's folders: on Linux and
+/// macOS that is where earlier versions kept the models (nothing moves for anyone who has
+/// them); on Windows it is the local folder.
+#[test]
+fn this_computers_models_directory_is_the_local_data_folders() {
+    let Some(dirs) = DataDirs::here() else { return };
+    let here = models_dir_for(std::env::consts::OS, None, Some(&dirs));
+    assert_eq!(here, dirs.local.join("models"));
+    if cfg!(any(target_os = "linux", target_os = "macos")) {
+        assert_eq!(here, dirs.roaming.join("models"), "where the models have always been");
+    }
+    if std::env::var_os("HARK_MODELS_DIR").is_none() {
+        assert_eq!(models_dir(), here);
+    }
+}
+
+/// ONNX Runtime's macOS wheel is built for macOS 14 (`macosx_14_0_arm64`), and Hark runs
+/// from macOS 11 (issue 22): every pinned wheel's OS tag is the entry's minimum, and on an
+/// older macOS the entry is left out, so the natural voice is not fetched there and Hark
+/// speaks with the system voice instead of failing every reply.
+#[test]
+fn an_entry_built_for_a_newer_os_is_left_out_on_an_older_one() {
+    let m = Manifest::parse(MANIFEST_JSON).unwrap();
+    for spec in &m.models {
+        for part in &spec.parts {
+            let Some((_, tag)) = part.url.split_once("-macosx_") else {
+                continue;
+            };
+            let mut numbers = tag.split('_');
+            let wheel_min = format!("{}.{}", numbers.next().unwrap(), numbers.next().unwrap());
+            assert_eq!(spec.min_os_version.as_deref(), Some(wheel_min.as_str()), "{}", spec.id);
+        }
+    }
+    let mac = m.clone().for_platform("macos-aarch64");
+    for (version, has_runtime) in [("13.6.1", false), ("11.7.10", false), ("14.0", true), ("15.3", true)] {
+        let here = mac.clone().for_os_version(Some(version));
+        assert_eq!(here.find("onnxruntime").is_ok(), has_runtime, "macOS {version}");
+        assert_eq!(
+            here.with_requirements("kokoro-82m").is_ok(),
+            has_runtime,
+            "macOS {version}"
+        );
+    }
+    assert!(
+        mac.clone().for_os_version(None).find("onnxruntime").is_ok(),
+        "unknown: kept"
+    );
+    assert!(version_at_least("14.0.1", "14") && version_at_least("26.0", "14.0"));
+    assert!(!version_at_least("13.7", "14.0") && !version_at_least("10.15", "11.0"));
 }

@@ -73,6 +73,9 @@ fn model_error(path: &Path, what: impl std::fmt::Display) -> ProviderError {
 impl WhisperStt {
     /// Checks a ggml model file (present, readable, ggml magic); the weights load on first use.
     pub fn load(model: &Path) -> Result<Self, ProviderError> {
+        // Before anything of whisper.cpp runs: a processor it was not built for stops the
+        // process with no message.
+        crate::cpu::offline_engines_supported(PROVIDER)?;
         let mut magic = [0u8; 4];
         std::fs::File::open(model)
             .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))

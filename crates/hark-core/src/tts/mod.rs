@@ -1,6 +1,7 @@
 //! Text-to-speech behind one capability trait, [`Synthesizer`].
 //!
 //! # Layout
+//! - `espeak`: finding espeak-ng (on `PATH` and where its installers put it) and running it.
 //! - `remote`: Deepgram Aura-2 `/v1/speak` (linear16) and OpenAI `/v1/audio/speech` (pcm),
 //!   both streamed: audio is played while the rest of the sentence is still arriving.
 //! - `natural`: the natural offline voice, Kokoro-82M through ONNX Runtime, its files
@@ -9,6 +10,7 @@
 //!   System.Speech on Windows), rendered to audio so Hark's playback, barge-in and heard-text
 //!   tracking work the same for every voice.
 
+pub mod espeak;
 pub mod natural;
 pub mod remote;
 pub mod system;
@@ -52,45 +54,6 @@ pub(crate) fn send_in_pieces(samples: &[f32], rate: u32, out: &mpsc::UnboundedSe
             rate,
         });
     }
-}
-
-/// Runs espeak-ng with `args`, `input` on its stdin (never on the command line: no quoting
-/// issues), and returns its stdout; errors name the provider that ran it.
-pub(crate) async fn espeak_ng(provider: &'static str, args: &[&str], input: &[u8]) -> Result<Vec<u8>, ProviderError> {
-    use tokio::io::AsyncWriteExt;
-    let err = |m: String| ProviderError::new(provider, crate::provider::ErrorKind::LocalEngine, m);
-    let mut child = crate::process::command("espeak-ng")
-        .args(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|e| {
-            err(format!(
-                "cannot run espeak-ng ({e}): install the espeak-ng package or choose another voice"
-            ))
-        })?;
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin.write_all(input).await.map_err(|e| err(e.to_string()))?;
-    }
-    let out = child.wait_with_output().await.map_err(|e| err(e.to_string()))?;
-    if !out.status.success() {
-        return Err(err(format!(
-            "espeak-ng failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
-    Ok(out.stdout)
-}
-
-/// Whether espeak-ng can be run here (the natural voice needs it for its phonemes).
-pub fn espeak_ng_available() -> bool {
-    crate::process::blocking_command("espeak-ng")
-        .arg("--version")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 /// Which voice to speak with (as in settings and on the command line).

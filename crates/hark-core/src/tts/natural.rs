@@ -393,7 +393,7 @@ async fn espeak_ipa(runs: &[&str], voice: &str) -> Result<Vec<String>, ProviderE
         .iter()
         .map(|r| format!("{}\n", r.replace(['\n', '\r'], " ")))
         .collect();
-    let out = super::espeak_ng(PROVIDER, &["-q", "-b", "1", "--ipa", "-v", voice], input.as_bytes()).await?;
+    let out = super::espeak::run(PROVIDER, &["-q", "-b", "1", "--ipa", "-v", voice], input.as_bytes()).await?;
     Ok(String::from_utf8_lossy(&out)
         .lines()
         .map(|l| l.trim().to_string())

@@ -31,6 +31,45 @@ pub struct SystemVoice {
     pub language: Option<&'static Language>,
 }
 
+/// The macOS voices and the system's own, read once per run (three programs: not for
+/// every sentence).
+#[cfg(target_os = "macos")]
+struct MacVoices {
+    /// `say -v '?'`'s listing.
+    listing: String,
+    system: crate::language::SayDefaults,
+}
+
+#[cfg(target_os = "macos")]
+async fn mac_voices() -> &'static MacVoices {
+    static VOICES: tokio::sync::OnceCell<MacVoices> = tokio::sync::OnceCell::const_new();
+    VOICES
+        .get_or_init(|| async {
+            let run = |program: &'static str, args: &'static [&'static str]| async move {
+                crate::process::command(program)
+                    .args(args)
+                    .output()
+                    .await
+                    .ok()
+                    .filter(|o| o.status.success())
+                    .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+                    .filter(|s| !s.is_empty())
+            };
+            MacVoices {
+                listing: run("say", &["-v", "?"]).await.unwrap_or_default(),
+                system: crate::language::SayDefaults {
+                    voice: run(
+                        "defaults",
+                        &["read", "com.apple.speech.voice.prefs", "SelectedVoiceName"],
+                    )
+                    .await,
+                    locale: run("defaults", &["read", "-g", "AppleLocale"]).await,
+                },
+            }
+        })
+        .await
+}
+
 fn err(kind: ErrorKind, m: impl Into<String>) -> ProviderError {
     ProviderError::new(PROVIDER, kind, m)
 }
@@ -49,13 +88,12 @@ impl SystemVoice {
             cmd.arg("-o").arg(&file).arg("--data-format=LEI16@22050");
             let voice = match (&self.voice, self.language) {
                 (Some(v), _) => Some(v.clone()),
-                // `say` takes voice names only: the first installed voice of the locale.
-                (None, Some(lang)) => crate::process::command("say")
-                    .args(["-v", "?"])
-                    .output()
-                    .await
-                    .ok()
-                    .and_then(|o| crate::language::say_voice(&String::from_utf8_lossy(&o.stdout), lang)),
+                // `say` takes voice names only: the system voice when it speaks the
+                // language, else an installed voice of the locale (language::say_voice).
+                (None, Some(lang)) => {
+                    let mac = mac_voices().await;
+                    crate::language::say_voice(&mac.listing, lang, &mac.system)
+                }
                 (None, None) => None,
             };
             if let Some(v) = voice {
@@ -80,30 +118,21 @@ impl SystemVoice {
         {
             let file = std::env::temp_dir().join(format!("hark-sapi-{}.wav", crate::conversation::new_id()));
             // A named voice wins; else the installed voice that best fits the language's
-            // culture (SelectVoiceByHints keeps the default when none does). Voice names
-            // and cultures are quoted for PowerShell by doubling single quotes.
-            let pick = match (&self.voice, self.language) {
-                (Some(v), _) => format!("$s.SelectVoice('{}'); ", v.replace('\'', "''")),
-                (None, Some(lang)) => format!(
-                    "$s.SelectVoiceByHints([System.Speech.Synthesis.VoiceGender]::NotSet, \
-                     [System.Speech.Synthesis.VoiceAge]::NotSet, 0, \
-                     [System.Globalization.CultureInfo]::GetCultureInfo('{}')); ",
-                    lang.locale
-                ),
-                (None, None) => String::new(),
+            // culture (SelectVoiceByHints keeps the default when none does).
+            let culture = match (&self.voice, self.language) {
+                (None, Some(lang)) => Some(lang.locale),
+                _ => None,
             };
-            let script = format!(
-                "Add-Type -AssemblyName System.Speech; $s = New-Object System.Speech.Synthesis.SpeechSynthesizer; \
-                 {pick}$s.SetOutputToWaveFile('{}'); $s.Speak([Console]::In.ReadToEnd()); $s.Dispose()",
-                file.display()
-            );
+            let call = sapi_call(text, &file, self.voice.as_deref(), culture);
             let mut child = crate::process::command("powershell")
-                .args(["-NoProfile", "-Command", &script])
+                .args(&call.args)
+                .envs(call.env.iter().map(|(k, v)| (*k, v)))
                 .stdin(Stdio::piped())
                 .spawn()
                 .map_err(|e| err(ErrorKind::LocalEngine, format!("cannot run PowerShell: {e}")))?;
             if let Some(mut stdin) = child.stdin.take() {
-                let _ = stdin.write_all(text.as_bytes()).await;
+                // Dropped at the end of this block: the end of input the script reads to.
+                let _ = stdin.write_all(&call.stdin).await;
             }
             let status = child
                 .wait()
@@ -129,7 +158,7 @@ impl SystemVoice {
                 args.extend(["-s".to_string(), r.to_string()]);
             }
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            super::espeak_ng(PROVIDER, &args, text.as_bytes()).await
+            super::espeak::run(PROVIDER, &args, text.as_bytes()).await
         }
     }
 }
@@ -152,6 +181,49 @@ impl Synthesizer for SystemVoice {
             })?;
         super::send_in_pieces(&samples, rate, out);
         Ok(())
+    }
+}
+
+/// The Windows voice's PowerShell script. It is the same for every call: no text, path or
+/// voice name is spliced into it, so nothing needs quoting (a temp folder under a user
+/// named O'Brien broke the script that did). It reads the values it needs from the
+/// environment, and the text from stdin as raw bytes decoded as UTF-8:
+/// `[Console]::In.ReadToEnd()` decoded them in the console's OEM code page, which garbled
+/// accents, curly quotes and every non-Latin script.
+#[cfg_attr(not(target_os = "windows"), allow(dead_code))]
+const SAPI_SCRIPT: &str = "$ErrorActionPreference = 'Stop'; \
+    Add-Type -AssemblyName System.Speech; \
+    $s = New-Object System.Speech.Synthesis.SpeechSynthesizer; \
+    if ($env:HARK_SAPI_VOICE) { $s.SelectVoice($env:HARK_SAPI_VOICE) } \
+    elseif ($env:HARK_SAPI_CULTURE) { $s.SelectVoiceByHints([System.Speech.Synthesis.VoiceGender]::NotSet, \
+    [System.Speech.Synthesis.VoiceAge]::NotSet, 0, [System.Globalization.CultureInfo]::GetCultureInfo($env:HARK_SAPI_CULTURE)) }; \
+    $stdin = [Console]::OpenStandardInput(); $buffer = New-Object System.IO.MemoryStream; $stdin.CopyTo($buffer); \
+    $text = [System.Text.Encoding]::UTF8.GetString($buffer.ToArray()); \
+    $s.SetOutputToWaveFile($env:HARK_SAPI_OUT); $s.Speak($text); $s.Dispose()";
+
+/// One run of the Windows voice: PowerShell's arguments, the environment the script reads
+/// (every variable set, empty when unused, so none leaks in from Hark's own environment),
+/// and the bytes for its stdin.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(not(target_os = "windows"), allow(dead_code))] // built and tested everywhere, run on Windows
+struct SapiCall {
+    args: Vec<&'static str>,
+    env: Vec<(&'static str, std::ffi::OsString)>,
+    stdin: Vec<u8>,
+}
+
+/// How to have System.Speech render `text` to the WAV file `out`, with the voice named, or
+/// else the best installed voice for a culture (`de-DE`), or else the default one.
+#[cfg_attr(not(target_os = "windows"), allow(dead_code))]
+fn sapi_call(text: &str, out: &std::path::Path, voice: Option<&str>, culture: Option<&str>) -> SapiCall {
+    SapiCall {
+        args: vec!["-NoProfile", "-NonInteractive", "-Command", SAPI_SCRIPT],
+        env: vec![
+            ("HARK_SAPI_OUT", out.as_os_str().to_os_string()),
+            ("HARK_SAPI_VOICE", voice.unwrap_or_default().into()),
+            ("HARK_SAPI_CULTURE", culture.unwrap_or_default().into()),
+        ],
+        stdin: text.as_bytes().to_vec(),
     }
 }
 
@@ -191,6 +263,82 @@ mod tests {
         let (s, rate) = decode_wav_bytes(&fixed).unwrap();
         assert_eq!((s.len(), rate), (100, 16_000));
         assert!(fix_streamed_wav(b"nope").is_err());
+    }
+
+    /// Issue 22: the Windows voice garbled everything but ASCII (stdin decoded in the OEM
+    /// code page) and broke on a temp path with an apostrophe (a user named O'Brien).
+    #[test]
+    fn the_windows_voice_reads_its_text_as_utf8_and_takes_a_path_with_an_apostrophe_as_it_is() {
+        let text = "Voilà : « naïve » café, “quoted”, Straße, Ελληνικά, 日本語 — it's done.";
+        let out = std::path::Path::new(r"C:\Users\O'Brien\AppData\Local\Temp\hark-sapi-1.wav");
+        let call = sapi_call(text, out, Some("Microsoft Zira Desktop"), None);
+        // The text travels as UTF-8 bytes on stdin, and the script decodes them as UTF-8
+        // from the raw stream, never through the console's code page.
+        assert_eq!(call.stdin, text.as_bytes());
+        assert_eq!(std::str::from_utf8(&call.stdin).unwrap(), text);
+        let script = *call.args.last().unwrap();
+        assert!(script.contains("[Console]::OpenStandardInput()"), "{script}");
+        assert!(script.contains("[System.Text.Encoding]::UTF8.GetString("), "{script}");
+        assert!(!script.contains("[Console]::In"), "the OEM-decoding reader: {script}");
+        // Nothing of the call is spliced into the script: it is the same text every time,
+        // so the apostrophe cannot end a quoted string in it.
+        assert_eq!(script, SAPI_SCRIPT);
+        assert!(!script.contains("O'Brien") && !script.contains("Zira") && !script.contains("Voilà"));
+        assert_eq!(script.matches('\'').count() % 2, 0, "its own quotes are balanced");
+        // The path and the voice arrive as they are, through the environment.
+        let os = |s: &str| Some(std::ffi::OsString::from(s));
+        let env = |name: &str| call.env.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone());
+        assert_eq!(env("HARK_SAPI_OUT"), Some(out.as_os_str().to_os_string()));
+        assert_eq!(env("HARK_SAPI_VOICE"), os("Microsoft Zira Desktop"));
+        assert_eq!(env("HARK_SAPI_CULTURE"), os(""), "set, empty: nothing inherited");
+        assert!(script.contains("$s.SetOutputToWaveFile($env:HARK_SAPI_OUT)"));
+        assert!(script.contains("$s.SelectVoice($env:HARK_SAPI_VOICE)"));
+        assert_eq!(&call.args[..3], ["-NoProfile", "-NonInteractive", "-Command"]);
+
+        // With no voice named, the language's culture picks one.
+        let call = sapi_call("Guten Tag", out, None, Some("de-DE"));
+        let env = |name: &str| call.env.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone());
+        assert_eq!(env("HARK_SAPI_VOICE"), os(""));
+        assert_eq!(env("HARK_SAPI_CULTURE"), os("de-DE"));
+        assert!(SAPI_SCRIPT.contains("GetCultureInfo($env:HARK_SAPI_CULTURE)"));
+    }
+
+    /// On a Mac (CI's macOS job runs it): the real `say` listing yields a real English voice,
+    /// not a novelty one, when the system voice does not settle it.
+    #[cfg(target_os = "macos")]
+    #[tokio::test]
+    async fn macos_lists_a_real_english_voice() {
+        let mac = mac_voices().await;
+        assert!(!mac.listing.is_empty(), "say -v '?' listed no voices");
+        let english = crate::language::parse("en").unwrap().unwrap();
+        let picked = crate::language::say_voice(&mac.listing, english, &Default::default()).expect("an English voice");
+        assert!(!crate::language::is_novelty_voice(&picked), "{picked}");
+    }
+
+    /// On Windows (run there by hand; it needs System.Speech and a voice): accented text,
+    /// with the temp folder under a name with an apostrophe, renders to audio.
+    #[cfg(target_os = "windows")]
+    #[tokio::test]
+    #[ignore = "Windows only, with a System.Speech voice: cargo test -p hark-core --lib -- --ignored tts::system"]
+    async fn windows_speaks_accented_text_from_a_temp_folder_with_an_apostrophe() {
+        let dir = tempfile::Builder::new().prefix("O'Brien ").tempdir().unwrap();
+        // temp_dir() reads them (GetTempPathW); this test is the process's only user of them.
+        std::env::set_var("TMP", dir.path());
+        std::env::set_var("TEMP", dir.path());
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        SystemVoice {
+            language: crate::language::parse("fr").unwrap(),
+            ..Default::default()
+        }
+        .synthesize("Voilà : « naïve », déjà vu, Noël — c'est ça.", &tx)
+        .await
+        .unwrap();
+        drop(tx);
+        let mut total = 0;
+        while let Some(c) = rx.recv().await {
+            total += c.samples.len();
+        }
+        assert!(total > 10_000, "{total} samples");
     }
 
     #[cfg(target_os = "linux")]
