@@ -250,12 +250,12 @@ fn check_model(
     let has = |list: &[ort::value::Outlet], name: &str| list.iter().any(|o| o.name() == name);
     let missing = inputs
         .iter()
-        .find(|n| !has(session.inputs(), **n))
+        .find(|n| !has(session.inputs(), n))
         .map(|n| format!("input {n}"))
         .or_else(|| {
             outputs
                 .iter()
-                .find(|n| !has(session.outputs(), **n))
+                .find(|n| !has(session.outputs(), n))
                 .map(|n| format!("output {n}"))
         });
     match missing {
