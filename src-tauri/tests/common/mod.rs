@@ -456,9 +456,18 @@ pub struct Launched(std::process::Child);
 
 impl Launched {
     pub fn start(setup: &Setup) -> Self {
+        // As `open_app`: the previous test's app is gone first (tests count processes).
+        // An app exits in ~0.2 s; 15 s only catches one that does not.
         stop_test_apps(Duration::from_secs(10));
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while app_processes() > 0 {
+            assert!(Instant::now() < deadline, "an earlier hark-app did not exit");
+            std::thread::sleep(Duration::from_millis(100));
+        }
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_hark-app"));
-        cmd.env("HARK_CONFIG_DIR", &setup.config)
+        let (mark, on) = TEST_APP_MARK.split_once('=').unwrap();
+        cmd.env(mark, on)
+            .env("HARK_CONFIG_DIR", &setup.config)
             .env("HARK_DB", &setup.db)
             .env("HARK_LOG_DIR", &setup.logs)
             .env("HARK_KEYCHAIN_SERVICE", &setup.service)
