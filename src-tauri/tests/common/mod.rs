@@ -465,21 +465,12 @@ impl Launched {
                 assert!(Instant::now() < deadline, "an earlier hark-app did not exit");
                 std::thread::sleep(Duration::from_millis(100));
             }
-            let mut cmd = Command::new(env!("CARGO_BIN_EXE_hark-app"));
+            let mut cmd = app_command(setup);
             let (mark, on) = TEST_APP_MARK.split_once('=').unwrap();
             cmd.env(mark, on)
-                .env("HARK_CONFIG_DIR", &setup.config)
-                .env("HARK_DB", &setup.db)
-                .env("HARK_LOG_DIR", &setup.logs)
-                .env("HARK_KEYCHAIN_SERVICE", &setup.service)
                 .env_remove("ANTHROPIC_API_KEY")
                 .env_remove("OPENAI_API_KEY")
-                .env_remove("DEEPGRAM_API_KEY")
-                .stdout(Stdio::null())
-                .stderr(Stdio::null());
-            for (k, v) in &setup.env {
-                cmd.env(k, v);
-            }
+                .env_remove("DEEPGRAM_API_KEY");
             let mut child = cmd.spawn().unwrap();
             // An earlier test's app still leaving holds the single-instance name for a
             // moment; a start in that moment hands over to it and exits within ~0.3 s
@@ -524,13 +515,12 @@ pub async fn wait_visible(name: &str, shown: bool, deadline: Duration, what: &st
     }
 }
 
-/// Runs `hark-app ARGS` as a second launch (with the first one's environment); returns
-/// its exit status and how long it took.
-pub fn second_launch(setup: &Setup, args: &[&str]) -> (std::process::ExitStatus, Duration) {
-    let started = Instant::now();
+/// `hark-app` with the setup's config dir, database, log dir, keychain service and extra
+/// environment, its output discarded: what a launch from a launcher and a second launch
+/// share.
+fn app_command(setup: &Setup) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_hark-app"));
-    cmd.args(args)
-        .env("HARK_CONFIG_DIR", &setup.config)
+    cmd.env("HARK_CONFIG_DIR", &setup.config)
         .env("HARK_DB", &setup.db)
         .env("HARK_LOG_DIR", &setup.logs)
         .env("HARK_KEYCHAIN_SERVICE", &setup.service)
@@ -539,7 +529,14 @@ pub fn second_launch(setup: &Setup, args: &[&str]) -> (std::process::ExitStatus,
     for (k, v) in &setup.env {
         cmd.env(k, v);
     }
-    let mut child = cmd.spawn().unwrap();
+    cmd
+}
+
+/// Runs `hark-app ARGS` as a second launch (with the first one's environment); returns
+/// its exit status and how long it took.
+pub fn second_launch(setup: &Setup, args: &[&str]) -> (std::process::ExitStatus, Duration) {
+    let started = Instant::now();
+    let mut child = app_command(setup).args(args).spawn().unwrap();
     // A second launch hands over and exits in ~0.3 s; 30 s only catches a hang.
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
