@@ -22,7 +22,7 @@ pub mod wer;
 pub mod whisper;
 
 use async_trait::async_trait;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::provider::ProviderError;
@@ -72,6 +72,16 @@ pub trait LiveTranscription: Send {
     async fn send(&mut self, audio: &[f32]) -> Result<(), ProviderError>;
     /// The push-to-talk key was released: flush and return the final transcript.
     async fn finish(self: Box<Self>) -> Result<String, ProviderError>;
+
+    /// The transcript a release would give now, when the engine can tell: what
+    /// [`finish`](Self::finish) would return without another decode, because every word
+    /// so far was decoded and a pause followed them. `None` (the value) while the user
+    /// speaks on. The voice actor hands it to a local model, which evaluates the request
+    /// and starts its reply while the key is still held. An engine that cannot tell (the
+    /// default; a cloud engine's final words come from the server) has no such channel.
+    fn settled(&self) -> Option<watch::Receiver<Option<String>>> {
+        None
+    }
 }
 
 /// Which speech-to-text engine to use (as in settings and on the command line).

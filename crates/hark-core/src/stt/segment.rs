@@ -26,6 +26,10 @@
 //!   the open segment's latest decode.
 //! - At release only what is not final is decoded: a cut segment still waiting for its
 //!   decode, then the open segment, unless a decode already heard all its speech.
+//! - The transcript is *settled* while a release would need no decode: no cut segment
+//!   waits, and the open segment holds no speech or a decode heard all of it and a pause
+//!   ([`PAUSE_MS`]) has followed. The settled text is then what the release gives, and
+//!   the voice actor has the local model answer it ahead; new speech unsettles it.
 //! - Cuts depend on the audio alone (each 20 ms frame is judged once, as it completes),
 //!   not on how it was chunked or how fast the decoder is: a clip transcribed whole
 //!   ([`transcribe_whole`]) is cut where its live transcription is.
@@ -39,7 +43,7 @@ use std::collections::VecDeque;
 use std::sync::mpsc as std_mpsc;
 
 use async_trait::async_trait;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::{join_text, LiveTranscription};
@@ -381,6 +385,17 @@ impl Segmenter {
         self.released = true;
     }
 
+    /// The transcript a release now would give without another decode (see the module's
+    /// rules), when it has words; `None` while speech that no decode heard is open, or the
+    /// gap after the last word is still shorter than a pause.
+    pub fn settled(&self) -> Option<String> {
+        if !self.cuts.is_empty() {
+            return None;
+        }
+        let quiet = self.voiced_end == 0 || (self.open_heard_all() && self.open.len() - self.voiced_end >= PAUSE);
+        quiet.then(|| self.text()).filter(|t| !t.is_empty())
+    }
+
     /// The committed text, then the open segment's latest decode (when no cut segment
     /// waits before it).
     pub fn text(&self) -> String {
@@ -428,11 +443,12 @@ pub fn start(
     interim: mpsc::UnboundedSender<String>,
 ) -> Result<Box<dyn LiveTranscription>, ProviderError> {
     let (tx, rx) = std_mpsc::channel();
+    let (settled_tx, settled) = watch::channel(None);
     let stop = CancellationToken::new();
     let thread_stop = stop.clone();
     std::thread::Builder::new()
         .name(format!("hark-{provider}-live"))
-        .spawn(move || run(rx, decoder, interim, &thread_stop))
+        .spawn(move || run(rx, decoder, interim, &settled_tx, &thread_stop))
         .map_err(|e| {
             ProviderError::new(
                 provider,
@@ -442,19 +458,29 @@ pub fn start(
         })?;
     Ok(Box::new(SegmentedLive {
         audio: tx,
+        settled,
         provider,
         _stop: stop.drop_guard(),
     }))
 }
 
-/// The live transcription's thread: audio in, a decode whenever one is due, the final
-/// transcript at release.
+/// The live transcription's thread: audio in, a decode whenever one is due, the settled
+/// transcript published as it changes, the final transcript at release.
 fn run(
     rx: std_mpsc::Receiver<Msg>,
     mut decode: Decoder,
     interim: mpsc::UnboundedSender<String>,
+    settled: &watch::Sender<Option<String>>,
     stop: &CancellationToken,
 ) {
+    // Only a change wakes the voice actor.
+    let publish = |now: Option<String>| {
+        settled.send_if_modified(|was| {
+            let changed = *was != now;
+            *was = now;
+            changed
+        });
+    };
     let mut s = Segmenter::new();
     // The first failure; later audio is taken but not decoded, and the release gets it.
     let mut failed: Option<ProviderError> = None;
@@ -484,6 +510,7 @@ fn run(
         if failed.is_some() {
             continue;
         }
+        publish(s.settled());
         if let Some(job) = s.next_job() {
             let started = std::time::Instant::now();
             match decode(&job.audio, stop) {
@@ -497,8 +524,13 @@ fn run(
                     if let Some(text) = s.complete(job, &text) {
                         let _ = interim.send(text);
                     }
+                    publish(s.settled());
                 }
-                Err(e) => failed = Some(e),
+                Err(e) => {
+                    // The release reports it; nothing is settled that it would not give.
+                    publish(None);
+                    failed = Some(e);
+                }
             }
         }
     }
@@ -517,6 +549,8 @@ fn finish(s: &mut Segmenter, decode: &mut Decoder, stop: &CancellationToken) -> 
 /// The handle the voice actor holds.
 struct SegmentedLive {
     audio: std_mpsc::Sender<Msg>,
+    /// The settled transcript, as the thread publishes it.
+    settled: watch::Receiver<Option<String>>,
     provider: &'static str,
     /// Cancels a decode in progress when the handle is dropped (a turn cancelled).
     _stop: DropGuard,
@@ -542,6 +576,10 @@ impl LiveTranscription for SegmentedLive {
         let (tx, rx) = oneshot::channel();
         self.audio.send(Msg::Finish(tx)).map_err(|_| self.gone())?;
         rx.await.map_err(|_| self.gone())?
+    }
+
+    fn settled(&self) -> Option<watch::Receiver<Option<String>>> {
+        Some(self.settled.clone())
     }
 }
 

@@ -348,3 +348,86 @@ async fn a_live_transcription_dropped_without_a_release_ends_its_thread() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+/// The settled transcript after each `chunk` of `audio` (driven as [`live`] drives it),
+/// with the samples pushed at each change.
+fn settled_while(audio: &[f32], chunk: usize) -> Vec<(usize, Option<String>)> {
+    let mut s = Segmenter::new();
+    let mut changes: Vec<(usize, Option<String>)> = Vec::new();
+    let mut pushed = 0;
+    let mut note = |s: &Segmenter, pushed: usize| {
+        let now = s.settled();
+        if changes.last().map_or(now.is_some(), |(_, was)| *was != now) {
+            changes.push((pushed, now));
+        }
+    };
+    for piece in audio.chunks(chunk) {
+        s.push(piece);
+        pushed += piece.len();
+        note(&s, pushed);
+        while let Some(job) = s.next_job() {
+            let text = fake_decode(&job.audio);
+            s.complete(job, &text);
+            note(&s, pushed);
+        }
+    }
+    changes
+}
+
+#[test]
+fn the_settled_transcript_is_set_in_pauses_and_is_what_the_release_gives() {
+    let first = speech(0..3, QUIET).len();
+    let audio = cat(&[
+        speech(0..3, QUIET),
+        silence(100),
+        speech(3..5, QUIET),
+        silence(400),
+        speech(5..7, QUIET),
+    ]);
+    let changes = settled_while(&audio, FRAME);
+    let texts: Vec<Option<&str>> = changes.iter().map(|(_, t)| t.as_deref()).collect();
+    // Settled in each pause (the first one shorter than a commit pause), unsettled by the
+    // next word, and not settled while the last phrase is still being spoken.
+    assert_eq!(
+        texts,
+        vec![Some(words(0..3).as_str()), None, Some(words(0..5).as_str()), None],
+        "{changes:?}"
+    );
+    // Each was settled only once a pause had begun after the last word…
+    assert!(changes[0].0 >= first + PAUSE, "{changes:?}");
+    // …and unsettled by the first frame of the next word.
+    assert!(changes[1].0 <= first + ms(100) + FRAME, "{changes:?}");
+    // Whenever it was settled, a release then gives that text, with no decode.
+    for (at, text) in &changes {
+        if let Some(text) = text {
+            let released = live(&audio[..*at], FRAME);
+            assert_eq!(&released.text, text, "released after {} ms", at / 16);
+            assert!(released.released.is_empty(), "{:?}", released.released);
+        }
+    }
+    // A release in the middle of a word does need a decode: never settled there.
+    assert!(!live(&audio[..first + ms(100) + ms(150)], FRAME).released.is_empty());
+}
+
+#[tokio::test]
+async fn the_live_thread_publishes_the_settled_transcript() {
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let mut live = start("test", decoder(Arc::new(())), tx).unwrap();
+    let mut settled = live.settled().expect("an offline engine can tell");
+    assert_eq!(*settled.borrow(), None);
+    live.send(&cat(&[speech(0..3, QUIET), silence(100)])).await.unwrap();
+    // The deadlines catch a thread that never publishes, not a slow one.
+    let wait = Duration::from_secs(20);
+    let want = words(0..3);
+    tokio::time::timeout(wait, settled.wait_for(|t| t.as_deref() == Some(want.as_str())))
+        .await
+        .expect("settled in the pause")
+        .unwrap();
+    live.send(&word(3)).await.unwrap();
+    tokio::time::timeout(wait, settled.wait_for(Option::is_none))
+        .await
+        .expect("unsettled by the next word")
+        .unwrap();
+    live.send(&silence(100)).await.unwrap();
+    assert_eq!(live.finish().await.unwrap(), words(0..4));
+}
