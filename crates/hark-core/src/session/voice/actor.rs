@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::sync::{mpsc, oneshot, watch, Notify};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -437,7 +437,9 @@ fn start_listening(
 /// or until the input ends by itself (its device failed). The first `skip` samples (the
 /// start cue, heard by the microphone) are left out. With a `speculation` (a local engine
 /// without a live mode), the speech so far is transcribed at each pause, so that a release
-/// after a pause finds its transcript ready (see [`Speculation`]).
+/// after a pause finds its transcript ready (see [`Speculation`]); with a local engine's
+/// live mode, the local model answers the transcript settled in each pause (see
+/// [`Ahead`]).
 async fn pump(
     mut input: Box<dyn InputStream>,
     voice: Voice,
@@ -448,6 +450,14 @@ async fn pump(
 ) -> Result<Captured, TurnError> {
     let (interim_tx, mut interim_rx) = mpsc::unbounded_channel();
     let mut live: Option<Box<dyn LiveTranscription>> = voice.stt.live(interim_tx).await?;
+    let mut ahead = match (&live, &speculation) {
+        (Some(l), Some(s)) => s.prefiller.clone().zip(l.settled()).map(|(prefiller, settled)| Ahead {
+            prefiller,
+            settled,
+            running: None,
+        }),
+        _ => None,
+    };
     let mut speculation = speculation.filter(|_| live.is_none());
     let mut all = Vec::new();
     loop {
@@ -455,6 +465,18 @@ async fn pump(
             biased;
             _ = stop.cancelled() => break,
             Some(text) = interim_rx.recv() => { let _ = events.send(VoiceEvent::TranscriptInterim { text }); }
+            // The `if ahead.is_some()` guard makes the `expect` hold.
+            changed = async { ahead.as_mut().expect("guarded").settled.changed().await }, if ahead.is_some() => {
+                match changed {
+                    Ok(()) => {
+                        let a = ahead.as_mut().expect("guarded");
+                        let now = a.settled.borrow_and_update().clone();
+                        a.follow(now);
+                    }
+                    // The transcription's thread ended: its release reports why.
+                    Err(_) => ahead = None,
+                }
+            }
             chunk = input.next_chunk() => {
                 let Some(mut chunk) = chunk else { break };
                 let _ = events.send(VoiceEvent::Level { rms: input.level() });
@@ -484,7 +506,13 @@ async fn pump(
     }
     all.extend(rest);
     let transcript = match (live, speculation) {
-        (Some(l), _) if check_utterance(&all).is_ok() => Some(l.finish().await?),
+        (Some(l), _) if check_utterance(&all).is_ok() => {
+            let transcript = l.finish().await?;
+            if let Some(a) = ahead.take() {
+                a.at_release(&transcript);
+            }
+            Some(transcript)
+        }
         (None, Some(s)) => s.at_release(&all).await,
         _ => None,
     };
@@ -597,6 +625,63 @@ impl Speculation {
             Ok(Ok(text)) => Some(text.trim().to_string()),
             // A failure is retried on the whole clip, which reports it if it persists.
             _ => None,
+        }
+    }
+}
+
+/// The local model answers ahead of the release, with a live engine that can tell when
+/// its transcript is settled (`LiveTranscription::settled`: every word heard so far decoded,
+/// and a pause after them). Each settled transcript is handed to the model as the whole
+/// request the turn would make (`Prefiller::prefill_until`), which evaluates it and starts
+/// the reply while the key is still held; the words already evaluated for an earlier
+/// pause are not evaluated again (`hark-llm` keeps the common prefix). New speech drops
+/// the reply ahead at once (the model stops at its next token, and the CPU goes back to
+/// the recogniser), and a release whose transcript is the settled one finds its request
+/// evaluated and its reply under way: the turn's identical request takes it over. A
+/// release that heard more drops it, and the turn asks for the words it heard.
+///
+/// Unlike [`Speculation`], this costs no transcription of its own: the live transcription
+/// decodes each pause anyway, and its final text is what the release would give.
+struct Ahead {
+    prefiller: Prefiller,
+    settled: watch::Receiver<Option<String>>,
+    /// The transcript the model is answering ahead, and what drops that reply.
+    running: Option<(String, CancellationToken)>,
+}
+
+impl Ahead {
+    /// The settled transcript changed to `now`.
+    fn follow(&mut self, now: Option<String>) {
+        let now = now.map(|t| t.trim().to_string()).filter(|t| !t.is_empty());
+        if matches!((&self.running, &now), (Some((was, _)), Some(now)) if was == now) {
+            return;
+        }
+        if let Some((_, stop)) = self.running.take() {
+            stop.cancel();
+        }
+        if let Some(text) = now {
+            let stop = CancellationToken::new();
+            self.prefiller.prefill_until(Some(text.clone()), stop.clone());
+            self.running = Some((text, stop));
+        }
+    }
+
+    /// At release, with the final transcript: the reply ahead is kept for the turn if it
+    /// answers that transcript, else dropped.
+    fn at_release(mut self, transcript: &str) {
+        if let Some((text, stop)) = self.running.take() {
+            if text != transcript.trim() {
+                stop.cancel();
+            }
+        }
+    }
+}
+
+impl Drop for Ahead {
+    /// A capture that ends without a turn (a failure, a cancel) drops the reply ahead.
+    fn drop(&mut self) {
+        if let Some((_, stop)) = self.running.take() {
+            stop.cancel();
         }
     }
 }

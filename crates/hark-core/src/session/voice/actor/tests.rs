@@ -363,7 +363,7 @@ impl crate::stt::Transcriber for Measuring {
 /// A session whose microphone plays `script` (16 kHz samples) once, transcribed by `stt`.
 fn scripted_session(
     chat: ChatSession,
-    stt: Measuring,
+    stt: impl crate::stt::Transcriber + 'static,
     script: Vec<f32>,
     pipeline: Pipeline,
 ) -> (VoiceSession, mpsc::UnboundedReceiver<VoiceEvent>) {
@@ -443,14 +443,11 @@ fn silence(ms: usize) -> Vec<f32> {
 async fn a_release_after_a_pause_uses_the_transcript_made_while_the_key_was_held() {
     let mut script = speech_samples(600);
     script.extend(silence(500));
-    let (text, calls, transcript_ms) = held_utterance(script, Pipeline::Overlapped).await;
-    // One transcription, of the speech and the pause that ended it.
+    let (text, calls, _) = held_utterance(script, Pipeline::Overlapped).await;
+    // One transcription, of the speech and the pause that ended it: none after the
+    // release (how soon it is ready is the benchmark's to print, not a test's to time).
     assert_eq!(calls, vec![(600 + PAUSE_MS) * 16]);
     assert_eq!(text, format!("{} samples", (600 + PAUSE_MS) * 16));
-    assert!(
-        transcript_ms < 100,
-        "ready at release, not 150 ms after it: {transcript_ms} ms"
-    );
 }
 
 #[tokio::test]
@@ -464,6 +461,8 @@ async fn speech_after_the_pause_is_transcribed_whole_after_release() {
     assert_eq!(calls.len(), 2, "{calls:?}");
     assert_eq!(calls[0], (400 + PAUSE_MS) * 16);
     assert_eq!(text, format!("{total} samples"));
+    // A lower bound a sleep guarantees (the fake takes 150 ms), so it cannot flake: the
+    // turn's figure counts the transcription made after the release.
     assert!(transcript_ms >= 150, "{transcript_ms} ms");
 }
 
@@ -487,11 +486,22 @@ async fn prefilled_turn(
     hold: Duration,
     practice: bool,
 ) -> (Vec<Prompt>, Vec<Prompt>) {
+    prefilled_turn_with(model, Measuring::default(), script, hold, practice).await
+}
+
+/// [`prefilled_turn`] with this transcriber.
+async fn prefilled_turn_with(
+    model: &ScriptedModel,
+    stt: impl crate::stt::Transcriber + 'static,
+    script: Vec<f32>,
+    hold: Duration,
+    practice: bool,
+) -> (Vec<Prompt>, Vec<Prompt>) {
     let store = Arc::new(Store::open_in_memory().unwrap());
     let mut chat =
         ChatSession::create(store, Box::new(model.clone()), "Be brief.", HistorySettings::default()).unwrap();
     chat.set_prefill(true);
-    let (session, mut events) = scripted_session(chat, Measuring::default(), script, Pipeline::Overlapped);
+    let (session, mut events) = scripted_session(chat, stt, script, Pipeline::Overlapped);
     session.handle().practice(practice).unwrap();
     session.handle().key(Key::Press).unwrap();
     tokio::time::sleep(hold).await;
@@ -567,6 +577,154 @@ async fn a_reply_generated_ahead_is_dropped_when_the_user_speaks_on() {
         "the turn asks what the last pause heard"
     );
     assert_ne!(turn.messages, ahead[0].messages);
+}
+
+/// An offline engine with live words, as Moonshine is: the segmenting live transcription
+/// (`stt::segment`), with a decoder that reads back how much speech it heard.
+#[derive(Clone, Default)]
+struct Settling {
+    /// Decodes made after the release.
+    after_release: Arc<std::sync::atomic::AtomicUsize>,
+    released: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Settling {
+    fn decoder(&self) -> crate::stt::segment::Decoder {
+        let this = self.clone();
+        Box::new(move |audio, _| {
+            use std::sync::atomic::Ordering;
+            if this.released.load(Ordering::SeqCst) {
+                this.after_release.fetch_add(1, Ordering::SeqCst);
+            }
+            Ok(heard(audio))
+        })
+    }
+}
+
+/// "N ms of speech": from the clip's first voiced sample to its last, to the nearest
+/// 100 ms (a segment's audio need not start on a 20 ms frame of the recording).
+fn heard(audio: &[f32]) -> String {
+    let voiced = |s: &&f32| s.abs() > 0.01;
+    let first = audio.iter().position(|s| voiced(&s)).unwrap_or(0);
+    let last = audio.iter().rposition(|s| voiced(&s)).unwrap_or(0);
+    let ms = (last.saturating_sub(first) as f64 / 16.0 / 100.0).round() * 100.0;
+    format!("{ms} ms of speech")
+}
+
+/// The live transcription's handle, noting the release for the decoder.
+struct SettlingLive {
+    inner: Box<dyn crate::stt::LiveTranscription>,
+    released: Arc<std::sync::atomic::AtomicBool>,
+}
+
+#[async_trait::async_trait]
+impl crate::stt::LiveTranscription for SettlingLive {
+    async fn send(&mut self, audio: &[f32]) -> Result<(), crate::provider::ProviderError> {
+        self.inner.send(audio).await
+    }
+    async fn finish(self: Box<Self>) -> Result<String, crate::provider::ProviderError> {
+        self.released.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.inner.finish().await
+    }
+    fn settled(&self) -> Option<watch::Receiver<Option<String>>> {
+        self.inner.settled()
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::stt::Transcriber for Settling {
+    fn name(&self) -> &'static str {
+        "settling"
+    }
+    fn speculates(&self) -> bool {
+        true
+    }
+    async fn transcribe(&self, audio: &[f32]) -> Result<String, crate::provider::ProviderError> {
+        crate::stt::segment::transcribe_whole(audio, |a| Ok(heard(a)))
+    }
+    async fn live(
+        &self,
+        interim: mpsc::UnboundedSender<String>,
+    ) -> Result<Option<Box<dyn crate::stt::LiveTranscription>>, crate::provider::ProviderError> {
+        let inner = crate::stt::segment::start("settling", self.decoder(), interim)?;
+        Ok(Some(Box::new(SettlingLive {
+            inner,
+            released: self.released.clone(),
+        })))
+    }
+}
+
+/// Issue 20: with live words offline and a local model, the transcript settled in the
+/// pause that ends the utterance is answered while the key is still held, and the turn
+/// takes that reply over: the release needs no decode and no evaluation of its own.
+#[tokio::test]
+async fn with_live_words_the_settled_transcript_is_answered_ahead_of_the_release() {
+    let model = ScriptedModel::new();
+    let stt = Settling::default();
+    let mut script = speech_samples(600);
+    script.extend(silence(500));
+    // The pause is decoded at ~660 ms; the key comes up at 1,400 ms.
+    let (before, sent) = prefilled_turn_with(&model, stt.clone(), script, Duration::from_millis(1_400), false).await;
+
+    let said = PromptMessage::User {
+        text: "600 ms of speech".into(),
+    };
+    assert_eq!(before.len(), 2, "the opening and the settled transcript: {before:#?}");
+    assert_eq!(before[0].messages, vec![PromptMessage::User { text: String::new() }]);
+    let held = &before[1];
+    assert_eq!(held.messages, vec![said]);
+    assert!(held.ahead, "its reply is generated ahead, for the turn to take over");
+    assert_eq!(sent.len(), 3, "{sent:#?}");
+    let turn = &sent[2];
+    assert_eq!(turn.messages, held.messages, "the turn asks what was answered ahead");
+    assert_eq!(turn.max_tokens, held.max_tokens, "the same budget, so the same reply");
+    assert!(!turn.ahead);
+    assert_eq!(model.abandoned(), 0, "the reply ahead was not stopped");
+    assert_eq!(
+        stt.after_release.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the release found the transcript decoded"
+    );
+}
+
+/// Issue 20: the reply ahead of a pause is dropped when the user speaks on (the model stops
+/// at its next token), and the next pause's settled transcript, the whole utterance so
+/// far, is the one the turn takes over.
+#[tokio::test]
+async fn with_live_words_a_reply_ahead_is_dropped_when_the_user_speaks_on() {
+    let model = ScriptedModel::new();
+    model.push(Reply::text("Okay."));
+    model.push(Reply::Text {
+        text: "one two three four five six seven eight nine ten".into(),
+        delay: Duration::from_millis(100),
+    });
+    // A pause at 600 ms settles the first phrase (its reply ahead would take a second);
+    // speech again from 900 to 1,200 ms, settled with the pause after it; the key comes up
+    // at 2,000 ms.
+    let mut script = speech_samples(600);
+    script.extend(silence(300));
+    script.extend(speech_samples(300));
+    script.extend(silence(800));
+    let (_, sent) = prefilled_turn_with(&model, Settling::default(), script, Duration::from_millis(2_000), false).await;
+
+    let ahead: Vec<&Prompt> = sent.iter().filter(|p| p.ahead).collect();
+    assert_eq!(ahead.len(), 2, "one reply ahead of each pause: {sent:#?}");
+    assert_eq!(
+        ahead[0].messages,
+        vec![PromptMessage::User {
+            text: "600 ms of speech".into()
+        }]
+    );
+    assert_eq!(model.abandoned(), 1, "the first was dropped when the user spoke on");
+    let turn = sent.last().unwrap();
+    assert!(!turn.ahead);
+    assert_eq!(
+        turn.messages,
+        vec![PromptMessage::User {
+            text: "600 ms of speech 300 ms of speech".into()
+        }]
+    );
+    assert_eq!(turn.messages, ahead[1].messages, "the turn takes over the last one");
 }
 
 /// Practice makes no request, so with a local model's prefill on nothing is sent either:
