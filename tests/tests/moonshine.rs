@@ -10,6 +10,7 @@ use hark_core::audio::wav::read_16k_mono;
 use hark_core::error::ErrorKind;
 use hark_core::models::{Manifest, ModelStore};
 use hark_core::stt::moonshine::{MoonshineFiles, MoonshineStt};
+use hark_core::stt::wer::words;
 use hark_core::stt::Transcriber;
 use hark_e2e::espeak_wav;
 use tokio::sync::mpsc;
@@ -41,13 +42,6 @@ fn spoken(text: &str) -> Vec<f32> {
     let wav = dir.path().join("spoken.wav");
     espeak_wav(text, &wav);
     read_16k_mono(&wav).unwrap()
-}
-
-fn words(s: &str) -> Vec<String> {
-    s.split_whitespace()
-        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase())
-        .filter(|w| !w.is_empty())
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,6 +7,7 @@ use std::time::Instant;
 use hark_core::assembly::Profile;
 use hark_core::audio::resample::{rms, ToMono16k};
 use hark_core::models::{Manifest, ModelStore};
+use hark_core::stt::wer::words;
 use hark_core::stt::whisper::WhisperStt;
 use hark_core::stt::Transcriber;
 use hark_core::tts::natural::{KokoroFiles, NaturalVoice, SAMPLE_RATE};
@@ -55,13 +56,6 @@ fn to_16k(audio: &[f32]) -> Vec<f32> {
     r.push(audio, &mut out);
     r.finish(&mut out);
     out
-}
-
-fn words(s: &str) -> Vec<String> {
-    s.split_whitespace()
-        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase())
-        .filter(|w| !w.is_empty())
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
