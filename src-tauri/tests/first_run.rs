@@ -73,6 +73,36 @@ fn offline_mirror(models: &Path, out: &Path, hold: bool) -> (std::path::PathBuf,
     (path, total, gate)
 }
 
+/// A first run's app, set up in `dir`: empty models and settings (no settings file at
+/// all), the models from the loopback mirror, and its own shortcut (`name`: the default
+/// one is global, and other tests' apps may not have released theirs yet).
+struct FirstRun {
+    setup: Setup,
+    fresh_models: std::path::PathBuf,
+    manifest: std::path::PathBuf,
+    /// The default models' download size.
+    total: u64,
+    /// With `hold`: the gate that holds the downloads part-way.
+    gate: Option<Arc<Gate>>,
+}
+
+fn first_run(dir: &Path, name: &str, hold: bool) -> FirstRun {
+    let models = std::path::PathBuf::from(std::env::var_os("HARK_MODELS_DIR").unwrap());
+    let fresh_models = dir.join("models");
+    std::fs::create_dir_all(&fresh_models).unwrap();
+    let (manifest, total, gate) = offline_mirror(&models, dir, hold);
+    let setup = Setup::new(dir, name, None)
+        .env("HARK_MODELS_DIR", &fresh_models)
+        .env("HARK_MODELS_MANIFEST", &manifest);
+    FirstRun {
+        setup,
+        fresh_models,
+        manifest,
+        total,
+        gate,
+    }
+}
+
 /// Every file under a directory, with its size (for a failure message).
 fn walk(dir: &Path) -> Vec<String> {
     let mut out = Vec::new();
@@ -119,16 +149,14 @@ async fn step(app: &App, name: &str) {
 async fn a_first_run_goes_through_the_introduction_with_no_false_alarm() {
     require_environment();
     let _one = ONE_APP.lock().await;
-    let models = std::path::PathBuf::from(std::env::var_os("HARK_MODELS_DIR").unwrap());
     let dir = tempfile::tempdir().unwrap();
-    let fresh_models = dir.path().join("models");
-    std::fs::create_dir_all(&fresh_models).unwrap();
-    let (manifest, total, _) = offline_mirror(&models, dir.path(), false);
-    // No settings file at all: a first run. Its own shortcut (the default one is global
-    // and other tests' apps may not have released theirs yet).
-    let setup = Setup::new(dir.path(), "first", None)
-        .env("HARK_MODELS_DIR", &fresh_models)
-        .env("HARK_MODELS_MANIFEST", &manifest);
+    let FirstRun {
+        setup,
+        fresh_models,
+        manifest,
+        total,
+        ..
+    } = first_run(dir.path(), "first", false);
     let (hello, q1, q2) = (
         dir.path().join("hello.wav"),
         dir.path().join("q1.wav"),
@@ -375,15 +403,9 @@ async fn a_first_run_goes_through_the_introduction_with_no_false_alarm() {
 async fn clicking_through_the_introduction_while_the_models_download_raises_no_alarm() {
     require_environment();
     let _one = ONE_APP.lock().await;
-    let models = std::path::PathBuf::from(std::env::var_os("HARK_MODELS_DIR").unwrap());
     let dir = tempfile::tempdir().unwrap();
-    let fresh_models = dir.path().join("models");
-    std::fs::create_dir_all(&fresh_models).unwrap();
-    let (manifest, _, gate) = offline_mirror(&models, dir.path(), true);
+    let FirstRun { setup, gate, .. } = first_run(dir.path(), "hurried", true);
     let gate = gate.expect("held");
-    let setup = Setup::new(dir.path(), "hurried", None)
-        .env("HARK_MODELS_DIR", &fresh_models)
-        .env("HARK_MODELS_MANIFEST", &manifest);
     let app = open_app(&setup).await;
 
     step(&app, "welcome").await;

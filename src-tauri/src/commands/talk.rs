@@ -106,8 +106,7 @@ pub async fn set_summary(state: State<'_, AppState>, text: String) -> CmdResult<
 #[tauri::command(async)]
 #[specta::specta]
 pub fn practice(state: State<'_, AppState>, on: bool) -> CmdResult<()> {
-    let voice = lock(&state.voice).clone();
-    if voice.is_none() && !on {
+    if !on && lock(&state.voice).is_none() {
         return Ok(());
     }
     handle(&state)?

@@ -544,6 +544,22 @@ async fn a_transcript_made_while_the_key_is_held_is_evaluated_before_the_release
     assert_eq!(model.abandoned(), 0, "the reply ahead was not stopped");
 }
 
+/// 600 ms of speech, a 300 ms pause the user speaks past, 300 ms more and the 800 ms
+/// pause that ends the utterance; the model's replies: the opening's (at the press), then
+/// a reply ahead of the first pause that would take a second.
+fn spoken_on_past_a_pause(model: &ScriptedModel) -> Vec<f32> {
+    model.push(Reply::text("Okay."));
+    model.push(Reply::Text {
+        text: "one two three four five six seven eight nine ten".into(),
+        delay: Duration::from_millis(100),
+    });
+    let mut script = speech_samples(600);
+    script.extend(silence(300));
+    script.extend(speech_samples(300));
+    script.extend(silence(800));
+    script
+}
+
 /// Issue 12: a reply generated ahead from a pause's transcript is dropped as soon as the
 /// user speaks past that pause (the model stops generating it, and the CPU goes to the
 /// transcription that counts); the one from the pause that ends the utterance is the one
@@ -551,20 +567,10 @@ async fn a_transcript_made_while_the_key_is_held_is_evaluated_before_the_release
 #[tokio::test]
 async fn a_reply_generated_ahead_is_dropped_when_the_user_speaks_on() {
     let model = ScriptedModel::new();
-    // The opening, at the press; then the first pause's reply ahead, which would take a
-    // second.
-    model.push(Reply::text("Okay."));
-    model.push(Reply::Text {
-        text: "one two three four five six seven eight nine ten".into(),
-        delay: Duration::from_millis(100),
-    });
     // A pause at 600 ms: its transcript at ~810 ms starts the first reply ahead (until
     // ~1,810 ms); speech again from 900 to 1,200 ms, the second pause's transcript at ~1,410
     // ms; the key comes up at 2,000 ms.
-    let mut script = speech_samples(600);
-    script.extend(silence(300));
-    script.extend(speech_samples(300));
-    script.extend(silence(800));
+    let script = spoken_on_past_a_pause(&model);
     let (_, sent) = prefilled_turn(&model, script, Duration::from_millis(2_000), false).await;
 
     let ahead: Vec<&Prompt> = sent.iter().filter(|p| p.ahead).collect();
@@ -693,18 +699,10 @@ async fn with_live_words_the_settled_transcript_is_answered_ahead_of_the_release
 #[tokio::test]
 async fn with_live_words_a_reply_ahead_is_dropped_when_the_user_speaks_on() {
     let model = ScriptedModel::new();
-    model.push(Reply::text("Okay."));
-    model.push(Reply::Text {
-        text: "one two three four five six seven eight nine ten".into(),
-        delay: Duration::from_millis(100),
-    });
     // A pause at 600 ms settles the first phrase (its reply ahead would take a second);
     // speech again from 900 to 1,200 ms, settled with the pause after it; the key comes up
     // at 2,000 ms.
-    let mut script = speech_samples(600);
-    script.extend(silence(300));
-    script.extend(speech_samples(300));
-    script.extend(silence(800));
+    let script = spoken_on_past_a_pause(&model);
     let (_, sent) = prefilled_turn_with(&model, Settling::default(), script, Duration::from_millis(2_000), false).await;
 
     let ahead: Vec<&Prompt> = sent.iter().filter(|p| p.ahead).collect();
