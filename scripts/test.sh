@@ -80,9 +80,17 @@ HOME="$SANDBOX/home" XDG_RUNTIME_DIR="$SANDBOX/run" XDG_DATA_HOME="$SANDBOX/home
     failed=0
     for run in $(seq "$repeat"); do
       [ "$repeat" -gt 1 ] && echo "-- run $run of $repeat"
-      for command in "${commands[@]}"; do
+      for n in "${!commands[@]}"; do
+        # The output goes to a log that is followed until the command ends, not through a
+        # pipe: a process a failing test leaves behind (a recorder, a window) keeps what it
+        # inherited open, and `| tee` would wait for it for ever.
+        log="$logs/run-$run-$n.txt"
+        : > "$log"
         # shellcheck disable=SC2086
-        $command "$@" 2>&1 | tee -a "$logs/run-$run.txt" || failed=1
+        ${commands[$n]} "$@" > "$log" 2>&1 &
+        pid=$!
+        tail -n +1 -f --pid="$pid" "$log"
+        wait "$pid" || failed=1
       done
     done
     exit $failed

@@ -7,7 +7,7 @@
 //! test records it back and has whisper read it. Then the user barges in on a long reply.
 
 use std::path::Path;
-use std::process::{Child, Command};
+use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -71,6 +71,8 @@ fn record(path: &Path) -> Child {
     Command::new("parec")
         .args(["-d", "spk.monitor", "--file-format=wav", "--rate=16000", "--channels=1"])
         .arg(path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
         .spawn()
         .unwrap()
 }

@@ -551,7 +551,9 @@ pub fn second_launch(setup: &Setup, args: &[&str]) -> (std::process::ExitStatus,
     }
 }
 
-/// Records what the virtual speaker plays, until stopped; returns the 16 kHz mono WAV.
+/// Records what the virtual speaker plays, until stopped; returns the 16 kHz mono WAV. A
+/// recording a failed test leaves is stopped when dropped: a recorder left running would
+/// outlive the test binary.
 pub struct Recording {
     child: Child,
     path: PathBuf,
@@ -566,6 +568,8 @@ pub fn record(path: &Path) -> Recording {
             "--channels=1",
         ])
         .arg(path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
         .spawn()
         .unwrap();
     Recording {
@@ -575,13 +579,21 @@ pub fn record(path: &Path) -> Recording {
 }
 
 impl Recording {
-    pub fn stop(mut self) -> Vec<f32> {
+    pub fn stop(self) -> Vec<f32> {
+        let path = self.path.clone();
+        drop(self);
+        hark_core::audio::wav::read_16k_mono(&path).unwrap()
+    }
+}
+
+impl Drop for Recording {
+    fn drop(&mut self) {
+        // SIGINT: parecord finishes the WAV's header before it exits.
         let _ = Command::new("kill")
             .arg("-INT")
             .arg(self.child.id().to_string())
             .status();
         let _ = self.child.wait();
-        hark_core::audio::wav::read_16k_mono(&self.path).unwrap()
     }
 }
 
