@@ -9,6 +9,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
+use hark_e2e::recording::record;
 use hark_e2e::{espeak_wav, whisper_model, FakeLlm};
 use serde_json::json;
 
@@ -29,7 +30,7 @@ async fn hark_lives_in_the_tray_and_answers_while_hidden() {
             "Ctrl+Alt+Shift+F11",
             json!({
                 "llm_provider": "openai", "llm_model": "local", "llm_base_url": llm.base_url(),
-                "whisper_model": model, "ptt_mode": "hold", "sound_cues": true, "recall": false,
+                "stt": "whisper", "whisper_model": model, "ptt_mode": "hold", "sound_cues": true, "recall": false,
                 "tts": "system", "start_hidden": true,
             }),
         )),
@@ -295,7 +296,7 @@ async fn themes_keyboard_and_accessibility() {
             "Ctrl+Alt+Shift+F8",
             json!({
                 "llm_provider": "openai", "llm_model": "local", "llm_base_url": llm.base_url(),
-                "whisper_model": model, "ptt_mode": "hold", "theme": "light",
+                "stt": "whisper", "whisper_model": model, "ptt_mode": "hold", "theme": "light",
             }),
         )),
     );

@@ -13,8 +13,10 @@
 //! - `speech::FakeSpeech`: Deepgram (`/v1/listen` over HTTP and WebSocket, `/v1/speak`)
 //!   and OpenAI (`/v1/audio/transcriptions`, `/v1/audio/speech`) speech endpoints.
 //! - [`keychain`]: helpers for tests against the real Secret Service.
+//! - [`recording`]: recording the virtual speaker, stopped even when a test fails.
 
 pub mod mirror;
+pub mod recording;
 pub mod speech;
 
 use std::collections::VecDeque;

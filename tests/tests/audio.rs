@@ -7,7 +7,7 @@
 //! test records it back and has whisper read it. Then the user barges in on a long reply.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,6 +24,7 @@ use hark_core::store::Store;
 use hark_core::stt::whisper::WhisperStt;
 use hark_core::stt::Transcriber;
 use hark_core::tts::system::SystemVoice;
+use hark_e2e::recording::record;
 use hark_e2e::{espeak_wav, whisper_model, Behaviour, FakeLlm};
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -65,21 +66,6 @@ async fn wait_for(
 fn play(path: &Path) {
     let ok = Command::new("paplay").arg("--device=spk").arg(path).status().unwrap();
     assert!(ok.success());
-}
-
-fn record(path: &Path) -> Child {
-    Command::new("parec")
-        .args(["-d", "spk.monitor", "--file-format=wav", "--rate=16000", "--channels=1"])
-        .arg(path)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
-}
-
-fn stop(mut c: Child) {
-    let _ = Command::new("kill").arg("-INT").arg(c.id().to_string()).status();
-    let _ = c.wait();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -183,13 +169,12 @@ async fn a_spoken_conversation_on_virtual_audio_devices_with_barge_in() {
         unreachable!()
     };
     tokio::time::sleep(Duration::from_millis(400)).await;
-    stop(rec);
+    let recorded = rec.stop();
     assert_eq!(reply, "Your name is Sam.");
     assert!(
         metrics.first_audio_out_ms.is_some() && metrics.transcript_ms.is_some(),
         "{metrics:?}"
     );
-    let recorded = read_16k_mono(&rec_path).unwrap();
     assert!(
         rms(&recorded) > 0.01,
         "the reply reached the speaker (rms {})",

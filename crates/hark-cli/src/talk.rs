@@ -48,10 +48,11 @@ pub struct TalkArgs {
     /// Write each reply as DIR/turn-N.wav instead of playing it.
     #[arg(long)]
     out: Option<PathBuf>,
-    /// Speech-to-text: whisper (offline), moonshine (offline, words while you speak;
-    /// English), deepgram (live), deepgram-prerecorded, openai.
-    #[arg(long, default_value = "whisper")]
-    stt: SttKind,
+    /// Speech-to-text: moonshine (offline, words while you speak; English, whisper for the
+    /// other languages), whisper (offline), deepgram (live), deepgram-prerecorded, openai.
+    /// Default: moonshine, or whisper when --whisper-model names a whisper model file.
+    #[arg(long)]
+    stt: Option<SttKind>,
     /// Text-to-speech: natural (Kokoro, offline; fetched on first use; the OS voice where
     /// it is not available), system (the OS voice), deepgram, openai.
     #[arg(long, default_value = "natural")]
@@ -78,7 +79,12 @@ impl TalkArgs {
     /// The session flags' profile with this command's speech choices.
     fn profile(&self) -> Profile {
         Profile {
-            stt: self.stt,
+            // A whisper model named is a choice of whisper.
+            stt: self.stt.unwrap_or(if self.whisper_model.is_some() {
+                SttKind::Whisper
+            } else {
+                Profile::default().stt
+            }),
             tts: self.tts,
             whisper_model: self.whisper_model.clone(),
             voice: self.voice.clone(),

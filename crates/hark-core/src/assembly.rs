@@ -120,7 +120,7 @@ impl Default for Profile {
             summarize: false,
             recall: true,
             tools: true,
-            stt: SttKind::Whisper,
+            stt: SttKind::Moonshine,
             whisper_model: None,
             tts: TtsKind::Natural,
             voice: None,
@@ -704,8 +704,10 @@ mod tests {
             needed,
             [
                 "qwen2.5-coder-1.5b",
-                "whisper-tiny.en",
                 "onnxruntime",
+                "moonshine-tiny-encoder",
+                "moonshine-tiny-tokenizer",
+                "moonshine-tiny",
                 "kokoro-voices",
                 "kokoro-82m"
             ]
@@ -758,10 +760,11 @@ mod tests {
                 "{text}"
             );
             let needed = p.models_needed_for(&kc, &m, effect.kind).unwrap();
+            // ONNX Runtime only for Moonshine, the default speech-to-text, where it runs.
             assert!(
                 needed
                     .iter()
-                    .all(|s| s.kind != ModelKind::Tts && s.kind != ModelKind::Runtime),
+                    .all(|s| s.kind != ModelKind::Tts && (s.kind != ModelKind::Runtime || p.moonshine_in_effect(&m))),
                 "{platform}: {needed:?}"
             );
             // Found: the natural voice, and its files are fetched.
@@ -851,7 +854,15 @@ mod tests {
     #[test]
     fn another_language_offline_takes_the_multilingual_speech_model_and_unknown_ones_are_refused() {
         let m = Manifest::builtin();
+        // The default engine, Moonshine, hands another language to whisper's multilingual model.
         let mut p = Profile::default();
+        assert!(p.whisper_spec(&m).is_none(), "automatic: English offline, by Moonshine");
+        p.language = "de".into();
+        assert_eq!(p.whisper_spec(&m).unwrap().id, "whisper-base");
+        let mut p = Profile {
+            stt: SttKind::Whisper,
+            ..Profile::default()
+        };
         assert_eq!(p.language, "auto");
         assert!(p.check().is_ok());
         assert_eq!(
@@ -933,11 +944,16 @@ mod tests {
             .for_platform("freebsd-x86_64");
         assert!(!p.moonshine_in_effect(&elsewhere));
         assert_eq!(p.whisper_spec(&elsewhere).unwrap().id, "whisper-tiny.en");
-        // Settings and the command line name it "moonshine"; whisper stays the default.
+        // Settings and the command line name it "moonshine", and it is the default (a
+        // settings file without "stt" gets it too; one that names whisper keeps whisper).
         let read: Profile = serde_json::from_str(r#"{"stt": "moonshine"}"#).unwrap();
         assert_eq!(read.stt, SttKind::Moonshine);
         assert_eq!("moonshine".parse::<SttKind>(), Ok(SttKind::Moonshine));
-        assert_eq!(Profile::default().stt, SttKind::Whisper);
+        assert_eq!(Profile::default().stt, SttKind::Moonshine);
+        let unset: Profile = serde_json::from_str("{}").unwrap();
+        assert_eq!(unset.stt, SttKind::Moonshine);
+        let kept: Profile = serde_json::from_str(r#"{"stt": "whisper"}"#).unwrap();
+        assert_eq!(kept.stt, SttKind::Whisper);
     }
 
     #[test]

@@ -185,11 +185,11 @@ pub fn choices() -> Choices {
             .map(model_choice)
             .collect(),
         stt: vec![
-            choice(SttKind::Whisper, "Offline (whisper)"),
             choice(
                 SttKind::Moonshine,
-                "Offline, words while you speak (Moonshine, English)",
+                "Offline, words while you speak (Moonshine; whisper for other languages)",
             ),
+            choice(SttKind::Whisper, "Offline (whisper, words after you speak)"),
             choice(SttKind::Deepgram, "Deepgram live"),
             choice(SttKind::DeepgramPrerecorded, "Deepgram prerecorded"),
             choice(SttKind::OpenAi, "OpenAI"),

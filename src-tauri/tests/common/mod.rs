@@ -551,52 +551,6 @@ pub fn second_launch(setup: &Setup, args: &[&str]) -> (std::process::ExitStatus,
     }
 }
 
-/// Records what the virtual speaker plays, until stopped; returns the 16 kHz mono WAV. A
-/// recording a failed test leaves is stopped when dropped: a recorder left running would
-/// outlive the test binary.
-pub struct Recording {
-    child: Child,
-    path: PathBuf,
-}
-
-pub fn record(path: &Path) -> Recording {
-    let child = Command::new("parecord")
-        .args([
-            "--device=spk.monitor",
-            "--file-format=wav",
-            "--rate=16000",
-            "--channels=1",
-        ])
-        .arg(path)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    Recording {
-        child,
-        path: path.to_path_buf(),
-    }
-}
-
-impl Recording {
-    pub fn stop(self) -> Vec<f32> {
-        let path = self.path.clone();
-        drop(self);
-        hark_core::audio::wav::read_16k_mono(&path).unwrap()
-    }
-}
-
-impl Drop for Recording {
-    fn drop(&mut self) {
-        // SIGINT: parecord finishes the WAV's header before it exits.
-        let _ = Command::new("kill")
-            .arg("-INT")
-            .arg(self.child.id().to_string())
-            .status();
-        let _ = self.child.wait();
-    }
-}
-
 /// The share of a signal's energy at `hz` (Goertzel), at its best over 50 ms windows 10 ms
 /// apart: 1.0 for a pure tone at `hz`, near 0 for speech or silence. The cues last 90 ms,
 /// so some window lies wholly inside one wherever it falls (with 100 ms windows 50 ms
