@@ -69,6 +69,7 @@ fn describe(models: &[ModelSpec]) -> String {
             ModelKind::Llm => "chat",
             ModelKind::Stt => "speech",
             ModelKind::Tts | ModelKind::Runtime => "voice",
+            ModelKind::Embed => "memory",
         })
         .fold(Vec::new(), |mut kinds, k| {
             if !kinds.contains(&k) {
@@ -257,6 +258,49 @@ fn voice_fallback(profile: &Profile) -> Option<CommandError> {
     })
 }
 
+/// Recall finds meaning (issue 24): the embedding model is loaded once for the app's
+/// store, and every message and fact not embedded yet is embedded in the background. A
+/// manifest that pins no embedding model (an organisation's own) leaves recall to the
+/// words, quietly; a pinned model that will not load says so once, in a notice.
+async fn memory(state: &AppState, store: &Arc<hark_core::store::Store>) {
+    use hark_core::store::embed::{self, Embedder};
+    use hark_core::store::index::Indexer;
+    if store.meaning().is_some() {
+        return;
+    }
+    let Ok(manifest) = Manifest::load() else { return };
+    let Ok(files) = embed::files(&manifest, &ModelStore::default_dir()) else {
+        tracing::info!("the manifest pins no embedding model: memory finds words only");
+        return;
+    };
+    let loaded = tokio::task::spawn_blocking(move || Embedder::load(embed::MODEL, &files))
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|r| r.map_err(|e| e.to_string()));
+    match loaded {
+        Ok(model) => {
+            let model = Arc::new(model);
+            store.set_meaning(Some(model.clone()));
+            match Indexer::start(store.clone(), model) {
+                Ok(indexer) => *lock(&state.memory) = Some(indexer),
+                Err(e) => tracing::warn!("the memory's indexing did not start: {e}"),
+            }
+        }
+        Err(why) => {
+            tracing::warn!("memory finds words only: {why}");
+            if !state.memory_notice.swap(true, Ordering::SeqCst) {
+                state.problem(CommandError {
+                    kind: ErrorKind::NotReady,
+                    title: "Memory".into(),
+                    message: format!("Memory finds words only, not meaning: {why}"),
+                    next_step: "Settings → Offline models fetches the embedding model again".into(),
+                    detail: None,
+                });
+            }
+        }
+    }
+}
+
 /// Whether a microphone is there to listen with (the status says so when not). Listing
 /// devices probes each (ALSA): a blocking thread's work.
 async fn microphone(s: &AppSettings) -> Status {
@@ -314,6 +358,9 @@ pub async fn switch(app: &AppHandle, session: Option<String>) -> CmdResult<Strin
             return Err(e);
         }
     };
+    if settings.profile.recall {
+        memory(&state, &store).await;
+    }
     let (voice, problems) = voice(&settings, kc);
     for p in problems {
         state.problem(p);

@@ -71,6 +71,10 @@ pub struct AppState {
     pub pending_toggle: AtomicBool,
     /// Cancels the model download in progress.
     pub download: Mutex<Option<CancellationToken>>,
+    /// The memory's background indexing (issue 24), once the embedding model is loaded.
+    pub memory: Mutex<Option<hark_core::store::index::Indexer>>,
+    /// The notice that memory finds words only was shown (it is shown once).
+    pub memory_notice: AtomicBool,
     /// The microphone check of the introduction, while it runs.
     pub mic_check: Mutex<Option<CancellationToken>>,
     pub logs: Logs,
@@ -99,6 +103,8 @@ impl AppState {
             latest: Mutex::new(Latest::default()),
             pending_toggle: AtomicBool::new(false),
             download: Mutex::new(None),
+            memory: Mutex::new(None),
+            memory_notice: AtomicBool::new(false),
             mic_check: Mutex::new(None),
             logs,
             on_status,

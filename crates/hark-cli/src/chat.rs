@@ -54,7 +54,7 @@ impl Out {
 pub async fn run(args: SessionArgs, db: PathBuf) -> Result<ExitCode> {
     let out = Out { json: args.json };
     let opened = args.open(&db, &args.profile()).await?;
-    let _local = opened.local;
+    let (_local, memory) = (opened.local, opened.memory);
     let (mut session, resumed) = (opened.session, opened.resumed);
     let conv = session.conversation();
     out.event(json!({
@@ -129,6 +129,11 @@ pub async fn run(args: SessionArgs, db: PathBuf) -> Result<ExitCode> {
         let json = export::to_json(&session.stored()?);
         std::fs::write(path, json).with_context(|| format!("cannot write the export to {}", path.display()))?;
         out.event(json!({"type": "exported", "path": path.display().to_string()}));
+    }
+    // What this chat said is embedded before it ends (a few milliseconds a message), so
+    // the next session finds it by meaning at once.
+    if let Some(memory) = memory {
+        let _ = tokio::task::spawn_blocking(move || memory.finish(std::time::Duration::from_secs(5))).await;
     }
     if interrupted.is_cancelled() {
         return Ok(ExitCode::from(130));

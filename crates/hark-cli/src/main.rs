@@ -118,7 +118,10 @@ fn main() -> ExitCode {
         Command::Import { file } => manage::import(&db, &file),
         Command::Delete { id } => manage::delete(&db, &id),
         Command::Keys { action } => manage::keys(action),
-        Command::Memory { action } => memory::run(&db, action),
+        Command::Memory { action } => match tokio::runtime::Runtime::new() {
+            Ok(rt) => rt.block_on(memory::run(&db, action)),
+            Err(e) => Err(anyhow::anyhow!("cannot start the async runtime: {e}")),
+        },
         Command::Models { action } => match tokio::runtime::Runtime::new() {
             Ok(rt) => rt.block_on(models::run(action)),
             Err(e) => Err(anyhow::anyhow!("cannot start the async runtime: {e}")),

@@ -96,6 +96,8 @@ pub struct Opened {
     pub session: ChatSession,
     pub resumed: bool,
     pub local: Option<LocalLlm>,
+    /// The memory's background indexing, with recall on and the embedding model loaded.
+    pub memory: Option<hark_core::store::index::Indexer>,
 }
 
 impl SessionArgs {
@@ -142,6 +144,11 @@ impl SessionArgs {
             .await
             .context("cannot set up the language model")?;
         let store = Arc::new(Store::open(db)?);
+        let memory = if profile.recall {
+            crate::memory::attach(&store).await
+        } else {
+            None
+        };
         let resumed = self.session.is_some();
         let id = self
             .session
@@ -173,6 +180,7 @@ impl SessionArgs {
             session,
             resumed,
             local,
+            memory,
         })
     }
 }

@@ -193,11 +193,16 @@ fn memory_commands_list_add_edit_forget_and_search() {
         assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
     }
     assert_eq!(run(&["memory", "list"]).lines().count(), 1);
+    // Each result says why it matched (words, meaning or both) and its score.
     let hits = run(&["memory", "search", "partner"]);
-    assert!(
-        hits.contains("user       Remember that my partner is called Alex."),
-        "{hits}"
-    );
+    let line = hits
+        .lines()
+        .find(|l| l.ends_with("Remember that my partner is called Alex."))
+        .unwrap_or_else(|| panic!("{hits}"));
+    let cols: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(cols[3], "user", "{line}");
+    assert!(["words", "both"].contains(&cols[4]), "{line}");
+    assert!(cols[5].parse::<f32>().is_ok(), "{line}");
 }
 
 #[test]
@@ -573,7 +578,7 @@ fn migration_state(db: &Path) -> (i64, bool) {
 
 /// Issue 9: the schema migration ran as separate statements; killed (or raced) between
 /// them it left a database every later open refused. Now it is one transaction: killed
-/// at any point, the file is schema 1 untouched or schema 2 complete, and it opens.
+/// at any point, the file is schema 1 untouched or the current schema complete, and it opens.
 #[test]
 fn a_migration_killed_midway_leaves_a_database_that_opens() {
     let (dir, _) = tmp();
@@ -602,7 +607,7 @@ fn a_migration_killed_midway_leaves_a_database_that_opens() {
             "reopening after a kill at {delay_ms} ms: {}",
             stderr(&o)
         );
-        assert_eq!(migration_state(&db), (2, true));
+        assert_eq!(migration_state(&db), (3, true));
     }
 }
 
@@ -622,7 +627,7 @@ fn a_half_migrated_schema_1_database_opens() {
     }
     let o = hark(&db).arg("sessions").output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(migration_state(&db), (2, true));
+    assert_eq!(migration_state(&db), (3, true));
     let o = hark(&db).args(["memory", "search", "kayak"]).output().unwrap();
     assert!(stdout(&o).contains("kayak number"), "{}", stdout(&o));
 }
@@ -684,7 +689,7 @@ fn two_processes_opening_an_old_database_at_once_both_succeed() {
         let o = o.wait_with_output().unwrap();
         assert!(o.status.success(), "{}", stderr(&o));
     }
-    assert_eq!(migration_state(&db), (2, true));
+    assert_eq!(migration_state(&db), (3, true));
 }
 
 /// `hark models`: every model with its state and the disk it takes; a fetch from a mirror

@@ -327,7 +327,14 @@ impl Profile {
         if voice == TtsKind::Natural {
             want.extend(self.natural_specs(manifest)?.into_iter().cloned());
         }
-        // ONNX Runtime runs both Moonshine and the natural voice.
+        // Recall finds meaning with the embedding model, where the manifest pins it (a
+        // manifest without it leaves recall to the words).
+        if self.recall {
+            if let Ok(specs) = manifest.with_requirements(crate::store::embed::MODEL.id) {
+                want.extend(specs.into_iter().cloned());
+            }
+        }
+        // ONNX Runtime runs Moonshine, the natural voice and the embedding model.
         let mut seen = std::collections::HashSet::new();
         want.retain(|m| seen.insert(m.id.clone()));
         Ok(want)
@@ -709,7 +716,9 @@ mod tests {
                 "moonshine-tiny-tokenizer",
                 "moonshine-tiny",
                 "kokoro-voices",
-                "kokoro-82m"
+                "kokoro-82m",
+                "minilm-l6-tokenizer",
+                "minilm-l6"
             ]
         );
         // No ONNX Runtime pinned for this platform: the OS voice, and nothing to fetch for it.
@@ -911,10 +920,12 @@ mod tests {
                 "onnxruntime",
                 "moonshine-tiny-encoder",
                 "moonshine-tiny-tokenizer",
-                "moonshine-tiny"
+                "moonshine-tiny",
+                "minilm-l6-tokenizer",
+                "minilm-l6"
             ]
         );
-        // With the natural voice, ONNX Runtime is fetched once for both.
+        // With the natural voice, ONNX Runtime is fetched once for all three.
         p.tts = TtsKind::Natural;
         assert_eq!(
             ids(&p, &linux),
@@ -924,9 +935,15 @@ mod tests {
                 "moonshine-tiny-tokenizer",
                 "moonshine-tiny",
                 "kokoro-voices",
-                "kokoro-82m"
+                "kokoro-82m",
+                "minilm-l6-tokenizer",
+                "minilm-l6"
             ]
         );
+        // Without recall, no embedding model.
+        p.recall = false;
+        assert!(!ids(&p, &linux).iter().any(|id| id.starts_with("minilm")));
+        p.recall = true;
         let files = p.moonshine_files(&linux, &ModelStore::new("/m")).unwrap();
         assert_eq!(files.encoder, PathBuf::from("/m/moonshine-tiny-encoder.onnx"));
         assert_eq!(files.decoder, PathBuf::from("/m/moonshine-tiny-decoder.onnx"));

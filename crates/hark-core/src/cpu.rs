@@ -75,6 +75,24 @@ pub fn offline_engines_supported(provider: &'static str) -> Result<(), ProviderE
     }
 }
 
+/// The calling thread (and the threads it starts: whisper.cpp's workers inherit it)
+/// runs at the lowest priority: background work (whisper's warm-up, the memory's
+/// indexing) gives way to a turn. Written here, not with a crate: it is one call per OS,
+/// and a thread-priority crate's Windows path would not reach whisper.cpp's own workers
+/// either (a new thread on Windows starts at normal priority), which one thread avoids.
+pub(crate) fn lower_this_threads_priority() {
+    // SAFETY: plain calls on the calling thread with constant arguments.
+    #[cfg(target_os = "linux")]
+    unsafe {
+        // On Linux the nice value is per thread: `who = 0` is the calling thread.
+        libc::setpriority(libc::PRIO_PROCESS, 0, 19);
+    }
+    #[cfg(target_os = "macos")]
+    unsafe {
+        libc::setpriority(libc::PRIO_DARWIN_THREAD, 0, 1); // 1: background
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -203,8 +203,8 @@ impl Tool for SearchConversations {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "search_past_conversations".into(),
-            description: "Full-text search over the user's earlier conversations with you. Returns matching \
-                          messages with their dates."
+            description: "Search the user's earlier conversations with you, by words and by meaning. Returns \
+                          matching messages with their dates."
                 .into(),
             parameters: json!({
                 "type": "object",
@@ -219,7 +219,7 @@ impl Tool for SearchConversations {
         let query = string_arg(args, "query")?;
         let hits = ctx
             .store
-            .search_messages(
+            .search(
                 query,
                 Some(Exclude {
                     session_id: &ctx.session_id,
@@ -228,6 +228,7 @@ impl Tool for SearchConversations {
                     below_seq: 0,
                 }),
                 8,
+                crate::store::memory::Fusion::recall(),
             )
             .map_err(|e| e.to_string())?;
         if hits.is_empty() {
@@ -235,7 +236,8 @@ impl Tool for SearchConversations {
         }
         Ok(hits
             .iter()
-            .map(|h| {
+            .map(|f| {
+                let h = &f.hit;
                 let who = if h.kind == "user" { "User" } else { "Hark" };
                 format!("[{}] {who}: {}", h.created_at.format("%Y-%m-%d"), h.text)
             })

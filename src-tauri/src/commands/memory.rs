@@ -1,6 +1,6 @@
 //! The Memory view (rule 12): remembered facts, and the search over past conversations.
 
-use hark_core::store::memory::{Fact, SearchHit};
+use hark_core::store::memory::{Fact, Found, Fusion};
 use tauri::State;
 
 use crate::error::CmdResult;
@@ -40,9 +40,10 @@ pub fn delete_fact(state: State<'_, AppState>, id: String) -> CmdResult<Vec<Fact
     Ok(store.facts()?)
 }
 
-/// Full-text search over every session's messages.
+/// Search over every session's messages, by words and by meaning (the same search as
+/// recall and `hark memory search`), each result with why it was found and its score.
 #[tauri::command(async)]
 #[specta::specta]
-pub fn search_memory(state: State<'_, AppState>, query: String) -> CmdResult<Vec<SearchHit>> {
-    Ok(state.store()?.search_messages(&query, None, 30)?)
+pub fn search_memory(state: State<'_, AppState>, query: String) -> CmdResult<Vec<Found>> {
+    Ok(state.store()?.search(&query, None, 30, Fusion::search())?)
 }

@@ -414,9 +414,10 @@ async deleteFact(id: string) : Promise<Result<Fact[], CommandError>> {
 }
 },
 /**
- * Full-text search over every session's messages.
+ * Search over every session's messages, by words and by meaning (the same search as
+ * recall and `hark memory search`), each result with why it was found and its score.
  */
-async searchMemory(query: string) : Promise<Result<SearchHit[], CommandError>> {
+async searchMemory(query: string) : Promise<Result<Found[], CommandError>> {
     try {
     return { status: "ok", data: await TAURI_INVOKE("search_memory", { query }) };
 } catch (e) {
@@ -819,6 +820,26 @@ export type Fact = { id: string; text: string; created_at: string; updated_at: s
  */
 session_id?: string | null }
 /**
+ * A message found by [`Store::search_memory`], with why and how well.
+ */
+export type Found = ({ session_id: string; session_title: string | null; 
+/**
+ * Record index of the message in its session.
+ */
+seq: number; 
+/**
+ * "user" or "assistant".
+ */
+kind: string; text: string; created_at: string }) & { matched: Matched; 
+/**
+ * Its score in the search (see [`Fusion`]): higher is better.
+ */
+score: number; 
+/**
+ * Cosine similarity of its meaning to the query's, when it has a vector.
+ */
+similarity: number | null }
+/**
  * History settings (rule 1).
  */
 export type HistorySettings = { 
@@ -874,6 +895,22 @@ export type LlmChoice =
  */
 export type LogLevel = "error" | "warn" | "info" | "debug"
 /**
+ * Why a message was found.
+ */
+export type Matched = 
+/**
+ * Its words (FTS5).
+ */
+"words" | 
+/**
+ * Its meaning (the nearest vectors).
+ */
+"meaning" | 
+/**
+ * Both.
+ */
+"both"
+/**
  * An offline model, for the model choices.
  */
 export type ModelChoice = { id: string; label: string; download_mb: number; ready: boolean; default: boolean }
@@ -916,7 +953,11 @@ export type ModelKind =
 /**
  * A library a model runs on (ONNX Runtime).
  */
-"runtime"
+"runtime" | 
+/**
+ * The embedding model the memory finds meaning with, or its tokenizer.
+ */
+"embed"
 /**
  * Settings → Models: every model, where they live and the disk they take.
  */
@@ -1001,18 +1042,6 @@ export type PttMode =
  * Press once to start, once more to stop.
  */
 "toggle"
-/**
- * A message found by full-text search.
- */
-export type SearchHit = { session_id: string; session_title: string | null; 
-/**
- * Record index of the message in its session.
- */
-seq: number; 
-/**
- * "user" or "assistant".
- */
-kind: string; text: string; created_at: string }
 /**
  * One row of the session list.
  */

@@ -44,6 +44,8 @@ pub enum ModelKind {
     Tts,
     /// A library a model runs on (ONNX Runtime).
     Runtime,
+    /// The embedding model the memory finds meaning with, or its tokenizer.
+    Embed,
 }
 
 /// How a part is packed.

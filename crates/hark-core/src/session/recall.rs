@@ -14,19 +14,24 @@ const MAX_HIT_CHARS: usize = 300;
 
 /// The recall text for a turn: every remembered fact, then the earlier messages (other
 /// sessions, and turns of this session that were trimmed from the context — not those the
-/// user reset away) that best match what the user just said. `None` when there is
-/// nothing to recall.
+/// user reset away) that best match what the user just said, by words and by meaning
+/// (`Store::search`). `None` when there is nothing to recall.
 pub fn recall_text(store: &Store, conv: &Conversation, utterance: &str) -> Result<Option<String>, StoreError> {
     let facts = store.facts()?;
-    let hits = store.search_messages(
-        utterance,
-        Some(Exclude {
-            session_id: conv.id(),
-            from_seq: conv.window().start,
-            below_seq: conv.floor(),
-        }),
-        MAX_HITS,
-    )?;
+    let hits: Vec<SearchHit> = store
+        .search(
+            utterance,
+            Some(Exclude {
+                session_id: conv.id(),
+                from_seq: conv.window().start,
+                below_seq: conv.floor(),
+            }),
+            MAX_HITS,
+            crate::store::memory::Fusion::recall(),
+        )?
+        .into_iter()
+        .map(|f| f.hit)
+        .collect();
     Ok(format(&facts, &hits))
 }
 

@@ -6,13 +6,21 @@
 //! - `import`: Hark exports, Deepgram `agent.context.messages`, OpenAI/Anthropic arrays.
 //! - `memory`: long-term memory (rule 12): remembered facts and full-text search (FTS5) over
 //!   every session's messages.
+//! - `vectors`: meaning beside the words (issue 24): an embedding per message and fact,
+//!   kept true to its row, and the nearest ones to a query.
+//! - `embed`: the embedding model (all-MiniLM-L6-v2 on ONNX Runtime): a text's meaning
+//!   as a unit vector.
+//! - `index`: the embedding of every write in the background, resumable.
 //!
 //! Each message is written in its own transaction the moment it is final, so a crash
 //! (even `kill -9`) loses at most the reply that was still streaming.
 
+pub mod embed;
 pub mod export;
 pub mod import;
+pub mod index;
 pub mod memory;
+pub mod vectors;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -24,7 +32,7 @@ use serde::{Deserialize, Serialize};
 use crate::conversation::{Conversation, HistorySettings, Message};
 
 /// The schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
@@ -188,6 +196,13 @@ pub struct SessionInfo {
 pub struct Store {
     conn: Mutex<Connection>,
     path: PathBuf,
+    /// The message vectors, copied for search (`vectors`).
+    vectors: Mutex<vectors::VectorCache>,
+    /// How many writes of text to embed (a message, an import, a fact) this `Store` has
+    /// made, for the memory's indexer to wait on.
+    written: (Mutex<u64>, std::sync::Condvar),
+    /// The embedding model searches find meaning with, once one is loaded.
+    meaning: Mutex<Option<std::sync::Arc<dyn index::Embed>>>,
 }
 
 impl Store {
@@ -231,11 +246,38 @@ impl Store {
         Ok(Self {
             conn: Mutex::new(conn),
             path,
+            vectors: Mutex::default(),
+            written: Default::default(),
+            meaning: Mutex::new(None),
         })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Counts a write of text to embed and wakes whoever waits for one.
+    fn wrote(&self) {
+        let mut n = self.written.0.lock().unwrap_or_else(|p| p.into_inner());
+        *n += 1;
+        self.written.1.notify_all();
+    }
+
+    /// Waits until this `Store` has made a write of text to embed since `seen` writes
+    /// (or `timeout` passes: another process may have written), and returns the count.
+    pub fn wait_for_write(&self, seen: u64, timeout: std::time::Duration) -> u64 {
+        let n = self.written.0.lock().unwrap_or_else(|p| p.into_inner());
+        let (n, _) = self
+            .written
+            .1
+            .wait_timeout_while(n, timeout, |n| *n == seen)
+            .unwrap_or_else(|p| p.into_inner());
+        *n
+    }
+
+    /// The count of writes of text to embed so far (see [`wait_for_write`](Self::wait_for_write)).
+    pub fn writes(&self) -> u64 {
+        *self.written.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Connection> {
@@ -313,6 +355,8 @@ impl Store {
             return Err(StoreError::NoSession(session_id.to_string()));
         }
         tx.commit()?;
+        drop(conn);
+        self.wrote();
         Ok(seq)
     }
 
@@ -441,6 +485,50 @@ impl Store {
         })
     }
 
+    /// Searches find meaning with `embed` from now on (`None`: words only). The vectors
+    /// are made by an [`index::Indexer`].
+    pub fn set_meaning(&self, embed: Option<std::sync::Arc<dyn index::Embed>>) {
+        *self.meaning.lock().unwrap_or_else(|p| p.into_inner()) = embed;
+    }
+
+    /// The embedding model searches use, if one is loaded.
+    pub fn meaning(&self) -> Option<std::sync::Arc<dyn index::Embed>> {
+        self.meaning.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Searches the messages of every session by words, and by meaning when an embedding
+    /// model is loaded, as `fusion` says ([`memory::Fusion::recall`] for recall and its
+    /// tool, [`memory::Fusion::search`] for the Memory view and `hark memory search`). A
+    /// model that fails on the query leaves the words (the failure is logged).
+    pub fn search(
+        &self,
+        query: &str,
+        exclude: Option<memory::Exclude<'_>>,
+        limit: usize,
+        fusion: memory::Fusion,
+    ) -> Result<Vec<memory::Found>, StoreError> {
+        let embed = self.meaning();
+        let vector = embed.as_ref().and_then(|e| match e.embed_query(query) {
+            Ok(v) => Some(v),
+            Err(err) => {
+                tracing::warn!("searching by words only: {err}");
+                None
+            }
+        });
+        let meaning = embed.as_ref().zip(vector.as_deref()).map(|(e, v)| memory::Meaning {
+            model: e.model_id(),
+            vector: v,
+        });
+        self.search_memory(query, meaning, exclude, limit, fusion)
+    }
+
+    /// Writes the WAL into the database file (the file's size is then the data's).
+    pub fn checkpoint(&self) -> Result<(), StoreError> {
+        self.lock()
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        Ok(())
+    }
+
     /// Deletes a session and everything in it.
     pub fn delete_session(&self, id: &str) -> Result<(), StoreError> {
         if self.lock().execute("DELETE FROM sessions WHERE id=?1", params![id])? == 0 {
@@ -464,6 +552,8 @@ impl Store {
             insert_summary(&tx, &session.meta.id, s)?;
         }
         tx.commit()?;
+        drop(conn);
+        self.wrote();
         Ok(())
     }
 }
@@ -557,6 +647,7 @@ fn migrate(conn: &mut Connection) -> Result<(), Migration> {
         return Ok(());
     }
     tx.execute_batch(SCHEMA)?;
+    tx.execute_batch(vectors::SCHEMA)?;
     if version == 1 {
         // Schema 1 had no full-text index: index what is already recorded (from scratch,
         // whatever an interrupted older migration left in it).

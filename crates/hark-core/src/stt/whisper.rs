@@ -158,7 +158,7 @@ impl WhisperStt {
         };
         let this = self.clone();
         std::thread::spawn(move || {
-            lower_this_threads_priority();
+            crate::cpu::lower_this_threads_priority();
             // Loads (an error shows when transcribing), then the first decode.
             let warmed = this.context().ok().filter(|ctx| {
                 let silence = vec![0.0f32; STT_RATE as usize + STT_RATE as usize / 10];
@@ -171,23 +171,6 @@ impl WhisperStt {
             }
             warm.running = None;
         });
-    }
-}
-
-/// The calling thread (and the threads it starts: whisper.cpp's workers inherit it)
-/// runs at the lowest priority. Written here, not with a crate: it is one call per OS,
-/// and a thread-priority crate's Windows path would not reach whisper.cpp's own workers
-/// either (a new thread on Windows starts at normal priority), which one thread avoids.
-fn lower_this_threads_priority() {
-    // SAFETY: plain calls on the calling thread with constant arguments.
-    #[cfg(target_os = "linux")]
-    unsafe {
-        // On Linux the nice value is per thread: `who = 0` is the calling thread.
-        libc::setpriority(libc::PRIO_PROCESS, 0, 19);
-    }
-    #[cfg(target_os = "macos")]
-    unsafe {
-        libc::setpriority(libc::PRIO_DARWIN_THREAD, 0, 1); // 1: background
     }
 }
 
