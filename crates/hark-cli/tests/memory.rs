@@ -31,7 +31,12 @@ fn hark(db: &Path) -> Command {
 }
 
 fn chat(db: &Path, server: &FakeLlm, stdin: &str) -> Output {
-    let mut child = hark(db)
+    chat_with(hark(db), server, stdin)
+}
+
+/// `hark chat` (`cmd` has the global options) with the loopback model; stdin piped in.
+fn chat_with(mut cmd: Command, server: &FakeLlm, stdin: &str) -> Output {
+    let mut child = cmd
         .args([
             "chat",
             "--llm",
@@ -134,29 +139,9 @@ fn with_the_embedding_model_absent_recall_finds_words_and_says_so_once() {
     // A manifest that pins no embedding model.
     let manifest = dir.path().join("models.json");
     std::fs::write(&manifest, r#"{"version": 1, "models": []}"#).unwrap();
-    let mut child = hark(&db)
-        .env("HARK_MODELS_MANIFEST", &manifest)
-        .args([
-            "chat",
-            "--llm",
-            "openai",
-            "--model",
-            "local",
-            "--base-url",
-            &server.base_url(),
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"I like tea.\nWhat's my name?\n")
-        .unwrap();
-    let o = child.wait_with_output().unwrap();
+    let mut cmd = hark(&db);
+    cmd.env("HARK_MODELS_MANIFEST", &manifest);
+    let o = chat_with(cmd, &server, "I like tea.\nWhat's my name?\n");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
     assert_eq!(err.matches("memory finds words only").count(), 1, "{err}");

@@ -173,15 +173,18 @@ fn main() {
     let rrf = Fusion {
         nearest: Nearest {
             user_only: false,
+            questions: true,
             question_penalty: 0.0,
             ..fusion.nearest
         },
         rrf: Some(60.0),
         ..fusion
     };
+    // The Memory view's search (every message, questions ranked lower), and recall's.
     let searches = [
         ("fts5", None),
         ("hybrid (rrf)", Some(rrf)),
+        ("search (view)", Some(Fusion::search())),
         ("hybrid (hark)", Some(fusion)),
     ];
 
@@ -202,6 +205,16 @@ fn main() {
         format!("{:?}", embed::MODEL.pooling).to_lowercase(),
     );
 
+    // A question searched one way (`None`: words alone), as a turn's recall asks.
+    let ask = |text: &str, v: &[f32], how: Option<Fusion>| {
+        let meaning = how.map(|_| Meaning {
+            model: model.model_id(),
+            vector: v,
+        });
+        store
+            .search_memory(text, meaning, None, MAX_HITS, how.unwrap_or(fusion))
+            .unwrap()
+    };
     let mut scores: HashMap<(&str, &str), Score> = HashMap::new();
     let mut query_ms = Vec::new();
     for q in &set.queries {
@@ -209,13 +222,7 @@ fn main() {
         let v = model.embed_query(&q.text).unwrap();
         query_ms.push(t.elapsed().as_secs_f64() * 1000.0);
         for (name, how) in searches {
-            let meaning = how.map(|_| Meaning {
-                model: model.model_id(),
-                vector: &v,
-            });
-            let found = store
-                .search_memory(&q.text, meaning, None, MAX_HITS, how.unwrap_or(fusion))
-                .unwrap();
+            let found = ask(&q.text, &v, how);
             let rank = found
                 .iter()
                 .position(|f| f.hit.session_id == q.target.session && f.hit.seq == q.target.index);
@@ -227,13 +234,7 @@ fn main() {
     for q in &set.no_answer {
         let v = model.embed_query(&q.text).unwrap();
         for (name, how) in searches {
-            let meaning = how.map(|_| Meaning {
-                model: model.model_id(),
-                vector: &v,
-            });
-            let found = store
-                .search_memory(&q.text, meaning, None, MAX_HITS, how.unwrap_or(fusion))
-                .unwrap();
+            let found = ask(&q.text, &v, how);
             *wrong.entry(name).or_default() += usize::from(!found.is_empty());
         }
     }
