@@ -358,9 +358,6 @@ pub async fn switch(app: &AppHandle, session: Option<String>) -> CmdResult<Strin
             return Err(e);
         }
     };
-    if settings.profile.recall {
-        memory(&state, &store).await;
-    }
     let (voice, problems) = voice(&settings, kc);
     for p in problems {
         state.problem(p);
@@ -410,6 +407,14 @@ pub async fn switch(app: &AppHandle, session: Option<String>) -> CmdResult<Strin
     state.emit(AppEvent::SessionStarted { session_id: id.clone() });
     if state.pending_toggle.swap(false, Ordering::SeqCst) {
         let _ = state.key(Key::Toggle);
+    }
+    // The embedding model loads after the session is up: the first turns recall by words
+    // until it has (a fraction of a second).
+    if settings.profile.recall {
+        let app = app.clone();
+        tauri::async_runtime::spawn(async move {
+            memory(&app.state::<AppState>(), &store).await;
+        });
     }
     Ok(id)
 }

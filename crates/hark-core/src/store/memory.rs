@@ -80,6 +80,10 @@ pub struct Fusion {
     pub nearest: Nearest,
     /// Added to the score of a message the word search found too.
     pub words_bonus: f32,
+    /// Whether the word search's results are held to the floor of meaning (recall: a word
+    /// in common is no reason to recall a message about something else). A search the
+    /// user types shows every message with the words, below those found by meaning.
+    pub words_need_meaning: bool,
     /// Merge by reciprocal-rank fusion with this constant instead (each search's rank r
     /// scores 1 / (k + r)); measured worse, kept for the benchmark's comparison.
     pub rrf: Option<f32>,
@@ -104,12 +108,14 @@ impl Fusion {
                 min_similarity: 0.30,
             },
             words_bonus: 0.0,
+            words_need_meaning: true,
             rrf: None,
         }
     }
 
     /// The Memory view and `hark memory search`: every message, by the same order, an
-    /// earlier question 0.15 lower than a statement as near.
+    /// earlier question 0.15 lower than a statement as near, and every message with the
+    /// words searched for (those not near in meaning after the others).
     pub fn search() -> Self {
         Self {
             nearest: Nearest {
@@ -118,6 +124,7 @@ impl Fusion {
                 question_penalty: 0.15,
                 min_similarity: 0.30,
             },
+            words_need_meaning: false,
             ..Self::recall()
         }
     }
@@ -409,7 +416,7 @@ impl Store {
                 continue;
             }
             let question = hit.text.trim_end().ends_with('?');
-            if similarity.is_some_and(|s| s < fusion.nearest.min_similarity)
+            if similarity.is_some_and(|s| s < fusion.nearest.min_similarity) && fusion.words_need_meaning
                 || fusion.nearest.user_only && hit.kind != "user"
                 || !fusion.nearest.questions && question
             {
@@ -664,34 +671,47 @@ mod tests {
             .collect();
         store.put_vectors("m", &made).unwrap();
         let meaning = |v: &'static [f32]| Meaning { model: "m", vector: v };
-        let find = |q: &str, v: &'static [f32]| {
-            store
-                .search_memory(q, Some(meaning(v)), None, 3, Fusion::search())
-                .unwrap()
+        let find = |q: &str, v: &'static [f32], fusion: Fusion| {
+            let found = store.search_memory(q, Some(meaning(v)), None, 3, fusion).unwrap();
+            found.into_iter().map(|f| (f.hit.text, f.matched)).collect::<Vec<_>>()
         };
-
-        // "What did we say about the heating?": the radiator first (by meaning; the
-        // question about heating in Lisbon is a question, ranked below), and the milk
-        // (words only, unrelated) not at all.
-        let found = find("What did we say about the heating?", &[1.0, 0.0, 0.0]);
-        let texts_found: Vec<&str> = found.iter().map(|f| f.hit.text.as_str()).collect();
-        assert_eq!(
-            texts_found,
-            ["The radiator in the bedroom is broken.", "Is the heating on in Lisbon?"],
-            "{found:?}"
+        let (radiator, milk, lisbon_q) = (
+            "The radiator in the bedroom is broken.".to_string(),
+            "Why does a skin form when you're heating milk?".to_string(),
+            "Is the heating on in Lisbon?".to_string(),
         );
-        assert_eq!(found[0].matched, Matched::Meaning);
-        assert_eq!(found[1].matched, Matched::Both);
-        assert!(found[0].similarity.unwrap() > 0.9);
-        // Words alone (no model): only the words, the milk among them.
+
+        // "What did we say about the heating?": recall finds the radiator by meaning, and
+        // neither question (they state nothing), least of all the milk (a word in common,
+        // nothing in meaning).
+        let heating: &'static [f32] = &[1.0, 0.0, 0.0];
+        assert_eq!(
+            find("What did we say about the heating?", heating, Fusion::recall()),
+            [(radiator.clone(), Matched::Meaning)]
+        );
+        // The Memory view's search shows everything, in the order of meaning: the question
+        // on heating in Lisbon (near in meaning, and the word), then the milk (the word only).
+        assert_eq!(
+            find("What did we say about the heating?", heating, Fusion::search()),
+            [
+                (radiator, Matched::Meaning),
+                (lisbon_q, Matched::Both),
+                (milk.clone(), Matched::Words)
+            ]
+        );
+        // Words alone (no model): the words only.
         let words = store
             .search_memory("What did we say about the heating?", None, None, 3, Fusion::search())
             .unwrap();
         assert!(words.iter().all(|f| f.matched == Matched::Words));
-        assert!(words.iter().any(|f| f.hit.text.contains("milk")), "{words:?}");
-        assert!(!words.iter().any(|f| f.hit.text.contains("radiator")));
-        // Nothing near enough: nothing recalled, even with a word in common.
-        assert!(find("How do I heat milk for the baby?", &[-1.0, -1.0, 0.0]).is_empty());
+        assert!(!words.iter().any(|f| f.hit.text.contains("radiator")), "{words:?}");
+        // Nothing near in meaning: recall takes nothing, the view shows the word's message.
+        let baby: &'static [f32] = &[-1.0, -1.0, 0.0];
+        assert!(find("How do I heat milk for the baby?", baby, Fusion::recall()).is_empty());
+        assert_eq!(
+            find("How do I heat milk for the baby?", baby, Fusion::search()).first(),
+            Some(&(milk, Matched::Words))
+        );
     }
 
     #[test]
