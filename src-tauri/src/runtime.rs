@@ -273,10 +273,20 @@ async fn memory(state: &AppState, store: &Arc<hark_core::store::Store>) {
         tracing::info!("the manifest pins no embedding model: memory finds words only");
         return;
     };
-    let loaded = tokio::task::spawn_blocking(move || Embedder::load(embed::MODEL, &files))
-        .await
-        .map_err(|e| e.to_string())
-        .and_then(|r| r.map_err(|e| e.to_string()));
+    // On a thread of its own at the lowest priority: at a session's start the microphone,
+    // the speech model and the voice come first (loaded beside them at normal priority,
+    // it cost a test's first spoken words on 2 cores: "My name is Sam." heard as "… Erm").
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let spawned = std::thread::Builder::new()
+        .name("hark-memory-load".into())
+        .spawn(move || {
+            hark_core::cpu::lower_this_threads_priority();
+            let _ = tx.send(Embedder::load(embed::MODEL, &files).map_err(|e| e.to_string()));
+        });
+    let loaded = match spawned {
+        Ok(_) => rx.await.unwrap_or_else(|_| Err("the loading thread ended".into())),
+        Err(e) => Err(e.to_string()),
+    };
     match loaded {
         Ok(model) => {
             let model = Arc::new(model);

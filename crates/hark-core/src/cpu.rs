@@ -80,7 +80,7 @@ pub fn offline_engines_supported(provider: &'static str) -> Result<(), ProviderE
 /// indexing) gives way to a turn. Written here, not with a crate: it is one call per OS,
 /// and a thread-priority crate's Windows path would not reach whisper.cpp's own workers
 /// either (a new thread on Windows starts at normal priority), which one thread avoids.
-pub(crate) fn lower_this_threads_priority() {
+pub fn lower_this_threads_priority() {
     // SAFETY: plain calls on the calling thread with constant arguments.
     #[cfg(target_os = "linux")]
     unsafe {
