@@ -346,16 +346,7 @@ impl Store {
              ORDER BY bm25(messages_fts), f.seq DESC
              LIMIT ?4",
         )?;
-        let rows = stmt.query_map(params![expr, ex_session, ex_from, limit as i64, ex_below], |r| {
-            Ok(SearchHit {
-                session_id: r.get(0)?,
-                session_title: r.get(1)?,
-                seq: r.get(2)?,
-                kind: r.get(3)?,
-                text: r.get(4)?,
-                created_at: parse_time(&r.get::<_, String>(5)?),
-            })
-        })?;
+        let rows = stmt.query_map(params![expr, ex_session, ex_from, limit as i64, ex_below], hit_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 }
@@ -457,19 +448,22 @@ impl Store {
                  FROM messages m JOIN sessions s ON s.id = m.session_id
                  WHERE m.session_id = ?1 AND m.seq = ?2 AND m.kind IN ('user', 'assistant')",
                 params![session_id, seq],
-                |r| {
-                    Ok(SearchHit {
-                        session_id: r.get(0)?,
-                        session_title: r.get(1)?,
-                        seq: r.get(2)?,
-                        kind: r.get(3)?,
-                        text: r.get(4)?,
-                        created_at: parse_time(&r.get::<_, String>(5)?),
-                    })
-                },
+                hit_row,
             )
             .optional()?)
     }
+}
+
+/// A search result from a row of (session_id, title, seq, kind, text, created_at).
+fn hit_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SearchHit> {
+    Ok(SearchHit {
+        session_id: r.get(0)?,
+        session_title: r.get(1)?,
+        seq: r.get(2)?,
+        kind: r.get(3)?,
+        text: r.get(4)?,
+        created_at: parse_time(&r.get::<_, String>(5)?),
+    })
 }
 
 fn fact_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Fact> {

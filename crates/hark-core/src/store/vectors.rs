@@ -15,7 +15,7 @@
 //!   rows added since are read by id, and any deletion (counted by a trigger, in any
 //!   process) reloads it whole.
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection};
 
 use super::memory::Exclude;
 use super::{Store, StoreError};
@@ -312,28 +312,6 @@ impl Store {
         }
         tx.commit()?;
         Ok(n)
-    }
-
-    /// The stored vector of a row, if it has one of `model`.
-    pub fn vector(&self, key: &VectorKey, model: &str) -> Result<Option<Vec<f32>>, StoreError> {
-        let conn = self.lock();
-        let blob: Option<Vec<u8>> = match key {
-            VectorKey::Message { session_id, seq } => conn
-                .query_row(
-                    "SELECT vector FROM message_vectors WHERE session_id = ?1 AND seq = ?2 AND model = ?3",
-                    params![session_id, seq, model],
-                    |r| r.get(0),
-                )
-                .optional()?,
-            VectorKey::Fact { id } => conn
-                .query_row(
-                    "SELECT vector FROM fact_vectors WHERE fact_id = ?1 AND model = ?2",
-                    params![id, model],
-                    |r| r.get(0),
-                )
-                .optional()?,
-        };
-        Ok(blob.map(|b| from_blob(&b)))
     }
 
     /// The messages whose vectors of `model` rank best for `query` (a unit vector) under
