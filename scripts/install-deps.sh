@@ -17,6 +17,8 @@ APT_PACKAGES=(
   imagemagick                      # screenshots
 )
 command -v npm >/dev/null || APT_PACKAGES+=(nodejs npm)   # building the UI (Node 18+)
+# The tests' MCP servers: the npm reference server (node) and PyPI's mcp-server-time (a venv).
+python3 -c 'import venv, ensurepip' 2>/dev/null || APT_PACKAGES+=(python3 python3-venv)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -101,12 +101,7 @@ impl Default for AppSettings {
 
 /// The config directory: `HARK_CONFIG_DIR`, or the platform's (e.g. `~/.config/hark`).
 pub fn config_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("HARK_CONFIG_DIR").filter(|d| !d.is_empty()) {
-        return PathBuf::from(d);
-    }
-    directories::ProjectDirs::from("app", "hark", "hark")
-        .map(|d| d.config_dir().to_path_buf())
-        .unwrap_or_else(|| PathBuf::from("."))
+    hark_core::dirs::config_dir()
 }
 
 pub fn path() -> PathBuf {

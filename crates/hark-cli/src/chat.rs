@@ -54,7 +54,7 @@ impl Out {
 pub async fn run(args: SessionArgs, db: PathBuf) -> Result<ExitCode> {
     let out = Out { json: args.json };
     let opened = args.open(&db, &args.profile()).await?;
-    let (_local, memory) = (opened.local, opened.memory);
+    let (_local, memory, tool_servers) = (opened.local, opened.memory, opened.tool_servers);
     let (mut session, resumed) = (opened.session, opened.resumed);
     let conv = session.conversation();
     out.event(json!({
@@ -134,6 +134,9 @@ pub async fn run(args: SessionArgs, db: PathBuf) -> Result<ExitCode> {
     // the next session finds it by meaning at once.
     if let Some(memory) = memory {
         let _ = tokio::task::spawn_blocking(move || memory.finish(std::time::Duration::from_secs(5))).await;
+    }
+    if let Some(servers) = tool_servers {
+        servers.shutdown().await;
     }
     if interrupted.is_cancelled() {
         return Ok(ExitCode::from(130));

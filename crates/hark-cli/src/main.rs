@@ -11,10 +11,12 @@
 //! - `manage.rs`: `hark sessions`, `export`, `import`, `delete`, `keys`.
 //! - `models.rs`: `hark models`, the offline models, and the download progress bar.
 //! - `memory.rs`: `hark memory`, remembered facts and search over past conversations.
+//! - `mcp.rs`: `hark mcp`, the user's tool servers, and consent asked on the terminal.
 //! - `terminal.rs`: model text made safe to print (no terminal control sequences).
 
 mod chat;
 mod manage;
+mod mcp;
 mod memory;
 mod models;
 mod session_args;
@@ -77,6 +79,12 @@ enum Command {
         #[command(subcommand)]
         action: memory::MemoryAction,
     },
+    /// Tools the user adds: MCP servers (stdio programs or streamable-HTTP endpoints),
+    /// with consent per tool.
+    Mcp {
+        #[command(subcommand)]
+        action: mcp::McpAction,
+    },
     /// The offline models: list, download (resumable, sha256-checked), locate.
     Models {
         #[command(subcommand)]
@@ -120,6 +128,10 @@ fn main() -> ExitCode {
         Command::Keys { action } => manage::keys(action),
         Command::Memory { action } => match tokio::runtime::Runtime::new() {
             Ok(rt) => rt.block_on(memory::run(&db, action)),
+            Err(e) => Err(anyhow::anyhow!("cannot start the async runtime: {e}")),
+        },
+        Command::Mcp { action } => match tokio::runtime::Runtime::new() {
+            Ok(rt) => rt.block_on(mcp::run(action)),
             Err(e) => Err(anyhow::anyhow!("cannot start the async runtime: {e}")),
         },
         Command::Models { action } => match tokio::runtime::Runtime::new() {

@@ -98,6 +98,8 @@ pub struct Opened {
     pub local: Option<LocalLlm>,
     /// The memory's background indexing, with recall on and the embedding model loaded.
     pub memory: Option<hark_core::store::index::Indexer>,
+    /// The user's tool servers, when the session offers tools and there are some.
+    pub tool_servers: Option<Arc<hark_core::tools::mcp::McpTools>>,
 }
 
 impl SessionArgs {
@@ -176,11 +178,22 @@ impl SessionArgs {
                 session.set_system_prompt(system)?;
             }
         }
+        // The user's tool servers go beside the built-in tools, where the model gets tools.
+        let tool_servers = if session.tools().is_empty() {
+            None
+        } else {
+            crate::mcp::open(self.json).await
+        };
+        if let Some(servers) = &tool_servers {
+            let tools = session.tools().clone().with_source(servers.clone());
+            session.set_tools(tools);
+        }
         Ok(Opened {
             session,
             resumed,
             local,
             memory,
+            tool_servers,
         })
     }
 }

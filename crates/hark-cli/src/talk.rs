@@ -199,7 +199,7 @@ pub async fn run(args: TalkArgs, db: PathBuf) -> Result<ExitCode> {
     }
     let voice = Voice { stt, tts, out };
     let opened = args.session.open(&db, &profile).await?;
-    let (_local, _memory) = (opened.local, opened.memory);
+    let (_local, _memory, _tool_servers) = (opened.local, opened.memory, opened.tool_servers);
     let mut chat = opened.session;
     let json = args.session.json;
     let mic = args.wav.is_empty();

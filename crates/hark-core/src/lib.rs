@@ -33,7 +33,9 @@
 //! - `stt`: speech-to-text (Deepgram live and prerecorded, OpenAI, offline whisper.cpp, and
 //!   offline Moonshine with live words).
 //! - `testing`: in-process stand-ins (model, transcriber, voice) for tests and benchmarks.
-//! - `tools`: tools the model may call, and the built-in ones (time, memory, search).
+//! - `tools`: tools the model may call, the built-in ones (time, memory, search), and the
+//!   user's own from MCP servers (`tools::mcp`), each behind consent (`tools::consent`).
+//! - `dirs`: the config folder the app and the CLI share.
 //! - `tts`: text-to-speech (Deepgram Aura-2, OpenAI, the natural offline voice (Kokoro),
 //!   the operating system's voice).
 
@@ -41,6 +43,7 @@ pub mod assembly;
 pub mod audio;
 pub mod conversation;
 pub mod cpu;
+pub mod dirs;
 pub mod error;
 pub mod idle;
 pub mod language;

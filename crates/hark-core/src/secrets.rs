@@ -107,6 +107,29 @@ impl std::fmt::Display for KeySlot {
     }
 }
 
+/// A tool server's secret (`hark mcp add`): its bearer token, bound to the URL it was
+/// saved for, or one of the environment variables of a program it starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerSecret {
+    /// Sent as `Authorization: Bearer …` to this URL only: a server whose URL changes no
+    /// longer finds it.
+    Token { server: String, url: String },
+    /// Given to the server's program in its environment, and nowhere else.
+    Env { server: String, var: String },
+}
+
+impl ServerSecret {
+    fn user(&self) -> String {
+        match self {
+            ServerSecret::Token { server, url } => {
+                let url = normalize_endpoint(url).unwrap_or_else(|| url.trim().to_string());
+                format!("mcp:{server}@{url}")
+            }
+            ServerSecret::Env { server, var } => format!("mcp:{server}:env:{var}"),
+        }
+    }
+}
+
 /// A secret key. Its value is only reachable through [`ApiKey::expose`].
 #[derive(Clone, PartialEq, Eq)]
 pub struct ApiKey(String);
@@ -226,11 +249,42 @@ impl Keychain {
 
     /// Deletes a slot's stored key; `false` when there was none.
     pub fn delete(&self, slot: &KeySlot) -> Result<bool, SecretError> {
-        match self.entry(slot)?.delete_credential() {
-            Ok(()) => Ok(true),
-            Err(keyring::Error::NoEntry) => Ok(false),
+        delete_entry(&self.entry(slot)?)
+    }
+
+    /// A tool server's stored secret.
+    pub fn server_secret(&self, secret: &ServerSecret) -> Result<Option<ApiKey>, SecretError> {
+        match self.server_entry(secret)?.get_password() {
+            Ok(k) => Ok(Some(ApiKey(k))),
+            Err(keyring::Error::NoEntry) => Ok(None),
             Err(e) => Err(map_err(e)),
         }
+    }
+
+    /// Stores a tool server's secret (whitespace around it removed).
+    pub fn set_server_secret(&self, secret: &ServerSecret, value: &str) -> Result<(), SecretError> {
+        let value = value.trim();
+        if value.is_empty() {
+            return Err(SecretError::EmptyKey);
+        }
+        self.server_entry(secret)?.set_password(value).map_err(map_err)
+    }
+
+    /// Deletes a tool server's secret; `false` when there was none.
+    pub fn delete_server_secret(&self, secret: &ServerSecret) -> Result<bool, SecretError> {
+        delete_entry(&self.server_entry(secret)?)
+    }
+
+    fn server_entry(&self, secret: &ServerSecret) -> Result<keyring::Entry, SecretError> {
+        keyring::Entry::new(&self.service, &secret.user()).map_err(map_err)
+    }
+}
+
+fn delete_entry(entry: &keyring::Entry) -> Result<bool, SecretError> {
+    match entry.delete_credential() {
+        Ok(()) => Ok(true),
+        Err(keyring::Error::NoEntry) => Ok(false),
+        Err(e) => Err(map_err(e)),
     }
 }
 

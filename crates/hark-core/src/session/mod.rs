@@ -280,6 +280,11 @@ impl ChatSession {
         self.tools = tools;
     }
 
+    /// The tools offered to the model.
+    pub fn tools(&self) -> &Toolbox {
+        &self.tools
+    }
+
     /// Turns long-term recall on or off (rule 12; off by default). When on, each turn
     /// carries remembered facts and matching earlier messages beside the system prompt.
     pub fn set_recall(&mut self, on: bool) {
@@ -467,6 +472,8 @@ impl ChatSession {
         }
         let mut round = 1;
         loop {
+            // A tool server's list may have changed since the last request.
+            self.conv.set_tools(self.tools.specs());
             let prompt = self.conv.prompt()?;
             let (reply, calls, error) = self.request(&prompt, cancel, &mut on_event).await;
             let range = self.conv.push_assistant(reply);

@@ -6,7 +6,12 @@
 //!
 //! The built-in tools are safe by construction: they read the clock, and read or write
 //! Hark's own memory (facts, past conversations). Nothing touches files, the network or
-//! other programs.
+//! other programs. Tools that do are the user's own: MCP servers they added ([`mcp`]),
+//! each tool behind the user's consent ([`consent`]). A [`ToolSource`] offers those, and
+//! its list may change between turns.
+
+pub mod consent;
+pub mod mcp;
 
 use std::sync::Arc;
 
@@ -36,16 +41,24 @@ pub trait Tool: Send + Sync {
     async fn call(&self, arguments: &Value, ctx: &ToolContext) -> Result<String, String>;
 }
 
-/// The tools offered to the model.
+/// Tools whose list can change while Hark runs (a tool server's, as it announces them).
+pub trait ToolSource: Send + Sync {
+    /// The tools offered now.
+    fn tools(&self) -> Vec<Arc<dyn Tool>>;
+}
+
+/// The tools offered to the model: fixed ones, then those of each source as they are
+/// when a request is built.
 #[derive(Clone, Default)]
 pub struct Toolbox {
     tools: Vec<Arc<dyn Tool>>,
+    sources: Vec<Arc<dyn ToolSource>>,
 }
 
 impl std::fmt::Debug for Toolbox {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list()
-            .entries(self.tools.iter().map(|t| t.spec().name))
+            .entries(self.all().iter().map(|t| t.spec().name))
             .finish()
     }
 }
@@ -73,18 +86,37 @@ impl Toolbox {
         self
     }
 
+    /// Adds a source of tools; its tools come after the fixed ones, and a name already
+    /// taken is not offered twice.
+    pub fn with_source(mut self, source: Arc<dyn ToolSource>) -> Self {
+        self.sources.push(source);
+        self
+    }
+
     pub fn is_empty(&self) -> bool {
-        self.tools.is_empty()
+        self.tools.is_empty() && self.sources.iter().all(|s| s.tools().is_empty())
+    }
+
+    /// Every tool offered now, each name once (the first wins).
+    fn all(&self) -> Vec<Arc<dyn Tool>> {
+        let mut all = self.tools.clone();
+        for tool in self.sources.iter().flat_map(|s| s.tools()) {
+            let name = tool.spec().name;
+            if !all.iter().any(|t| t.spec().name == name) {
+                all.push(tool);
+            }
+        }
+        all
     }
 
     /// The specs offered with each request.
     pub fn specs(&self) -> Vec<ToolSpec> {
-        self.tools.iter().map(|t| t.spec()).collect()
+        self.all().iter().map(|t| t.spec()).collect()
     }
 
     /// The tool called `name`.
     pub fn find(&self, name: &str) -> Option<Arc<dyn Tool>> {
-        self.tools.iter().find(|t| t.spec().name == name).cloned()
+        self.all().into_iter().find(|t| t.spec().name == name)
     }
 
     /// Runs one call: parses the arguments, finds the tool, calls it. Every failure is a

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the MCP servers the tests and the benchmark run against, pinned: the npm
+# reference server (@modelcontextprotocol/server-everything, MIT, by its lock file's
+# integrity hashes) and PyPI's mcp-server-time (MIT, every distribution pinned), into
+# $HARK_MCP_SERVERS (default ~/.cache/hark/mcp-servers). Prints the two programs' paths as
+# `export` lines for the tests:
+#   HARK_TEST_MCP_EVERYTHING  the server-everything program (stdio; `streamableHttp` + PORT for HTTP)
+#   HARK_TEST_MCP_TIME        mcp-server-time
+# Run again, it reinstalls only what changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir="${HARK_MCP_SERVERS:-$HOME/.cache/hark/mcp-servers}"
+mkdir -p "$dir/npm"
+
+if ! cmp -s tests/mcp/package-lock.json "$dir/npm/package-lock.json" || [ ! -x "$dir/npm/node_modules/.bin/mcp-server-everything" ]; then
+  cp tests/mcp/package.json tests/mcp/package-lock.json "$dir/npm/"
+  (cd "$dir/npm" && npm ci --no-audit --no-fund --silent >&2)
+fi
+
+if ! cmp -s tests/mcp/requirements-time.txt "$dir/requirements-time.txt" || [ ! -x "$dir/venv/bin/mcp-server-time" ]; then
+  rm -rf "$dir/venv"
+  python3 -m venv "$dir/venv"
+  "$dir/venv/bin/pip" install -q --disable-pip-version-check --no-deps -r tests/mcp/requirements-time.txt >&2
+  cp tests/mcp/requirements-time.txt "$dir/requirements-time.txt"
+fi
+
+echo "export HARK_TEST_MCP_EVERYTHING=$dir/npm/node_modules/.bin/mcp-server-everything"
+echo "export HARK_TEST_MCP_TIME=$dir/venv/bin/mcp-server-time"
