@@ -46,6 +46,12 @@ const COMMANDS: &[&str] = &[
     "list_models",
     "fetch_model",
     "delete_model",
+    "tool_servers",
+    "add_tool_server",
+    "remove_tool_server",
+    "test_tool_server",
+    "set_tool_consent",
+    "answer_consent",
 ];
 
 fn main() {

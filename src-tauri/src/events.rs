@@ -158,6 +158,14 @@ pub enum AppEvent {
     MicLevel { rms: f32, device: String },
     /// The window should show this view (the tray asked).
     Navigate { view: View },
+    /// A tool set to *ask* wants to run: the window asks the user (`answer_consent`).
+    ConsentAsked {
+        request: hark_core::tools::consent::ConsentRequest,
+    },
+    /// That question is no longer asked (answered, timed out, or the turn was cancelled).
+    ConsentSettled { id: String },
+    /// A tool server's state or tools changed (`tool_servers` has the new list).
+    ToolServersChanged,
 }
 
 #[cfg(test)]

@@ -12,6 +12,8 @@
 //! - `commands/`: the commands the windows may call (each permissioned in `build.rs`,
 //!   typed for the window by tauri-specta).
 //! - `events.rs`: what the windows hear, and the status derived from it.
+//! - `tool_servers.rs`: the user's MCP tool servers for every session, consent asked in
+//!   the window, their faults as banners.
 //! - `settings.rs`: the settings file (no keys, ever).
 //! - `tray.rs`, `overlay.rs`, `shortcut.rs`, `update.rs`, `logging.rs`: the tray, the
 //!   overlay window, the global shortcut, updates, the log file.
@@ -26,6 +28,7 @@ mod runtime;
 mod settings;
 mod shortcut;
 mod state;
+mod tool_servers;
 mod tray;
 mod update;
 
@@ -244,6 +247,7 @@ pub fn run() {
             *lock(&state.fatal) = fatal.as_ref().map(|(f, _)| f.clone());
             app.manage(state);
             app.manage(Forwarder(runtime::forwarder(app.handle())));
+            tool_servers::setup(app.handle());
             if let Err(e) = tray::build(app.handle(), &status, update::configured()) {
                 // A desktop without a tray (no StatusNotifier host) still has the window.
                 tracing::warn!("no tray icon: {e}");

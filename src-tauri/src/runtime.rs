@@ -358,7 +358,14 @@ pub async fn switch(app: &AppHandle, session: Option<String>) -> CmdResult<Strin
     let started = async {
         let manifest = Manifest::load()?;
         let chat = settings.profile.chat(kc, &manifest, &ModelStore::default_dir()).await?;
-        let (chat, local) = settings.profile.open_session(&store, chat, session.as_deref())?;
+        let (mut chat, local) = settings.profile.open_session(&store, chat, session.as_deref())?;
+        // The user's tool servers go beside the built-in tools, where the model gets tools.
+        if let Some(tools) = app.try_state::<crate::tool_servers::Tools>() {
+            if !chat.tools().is_empty() {
+                let toolbox = chat.tools().clone().with_source(tools.servers.clone());
+                chat.set_tools(toolbox);
+            }
+        }
         Ok::<_, CommandError>((chat, local))
     };
     let (chat, local) = match started.await {

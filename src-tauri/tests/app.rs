@@ -542,3 +542,151 @@ async fn offline_the_words_show_while_the_user_speaks_and_the_reply_is_spoken() 
     app.close().await;
     assert_read_back(&spoken, &ctx[1]).await;
 }
+
+/// Issue 25: a tool server the user adds in Settings. The window adds server-everything
+/// (npm) as a program, lists its tools, sets one to *always* and another to *ask*; after a
+/// spoken turn the *always* tool's call shows in the transcript and in the history panel
+/// with its arguments and result, and the *ask* one is put to the user in the window and
+/// runs once allowed. The choices are in the shared servers file, for the CLI too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs scripts/test.sh (display, virtual audio, keyring, models, MCP servers)"]
+async fn a_tool_server_added_in_settings_runs_in_a_spoken_turn() {
+    require_environment();
+    let everything = std::env::var("HARK_TEST_MCP_EVERYTHING")
+        .expect("HARK_TEST_MCP_EVERYTHING is not set: run the tests through scripts/test.sh");
+    let _one = ONE_APP.lock().await;
+    let llm = FakeLlm::openai(None);
+    let dir = tempfile::tempdir().unwrap();
+    let setup = Setup::new(
+        dir.path(),
+        "tools",
+        Some(settings(
+            "Ctrl+Alt+Shift+F11",
+            json!({
+                "llm_provider": "openai", "llm_model": "local", "llm_base_url": llm.base_url(),
+                "stt": "whisper", "whisper_model": whisper_model(), "tts": "system", "ptt_mode": "toggle",
+                "recall": false,
+            }),
+        )),
+    );
+    let (u1, u2) = (dir.path().join("u1.wav"), dir.path().join("u2.wav"));
+    espeak_wav("Add two and three.", &u1);
+    espeak_wav("Say hello back to me.", &u2);
+    let app = open_app(&setup).await;
+    app.phase("ready").await;
+
+    // Settings → Tools → Add a tool server: a program on this computer.
+    app.open_settings().await;
+    app.click_js("#add-tool-server-open").await;
+    let fill = format!(
+        "const set = (n, v) => {{ const e = document.querySelector(`[name=${{n}}]`); e.value = v; e.dispatchEvent(new Event('input', {{bubbles: true}})); }};\
+         set('tool-server-name', 'everything'); set('tool-server-command', {}); return true",
+        json!(everything)
+    );
+    app.js(&fill).await;
+    app.click_js("#add-tool-server-save").await;
+    let tools = app
+        .wait(
+            "the server's tools listed",
+            "return Array.from(document.querySelectorAll('[data-server=everything] [data-tool]')).map(t => t.dataset.tool)",
+            |v| v.as_array().is_some_and(|a| a.len() > 5),
+        )
+        .await;
+    for t in ["echo", "get-sum", "toggle-simulated-logging"] {
+        assert!(tools.as_array().unwrap().iter().any(|x| x == t), "{t} in {tools}");
+    }
+    app.choose("select[name='consent-everything-get-sum']", "Always").await;
+    app.choose("select[name='consent-everything-echo']", "Ask").await;
+    let file = setup.config.join("tools.json");
+    // Each choice is saved as it is made (the command writes the file).
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(&file)
+        .is_ok_and(|t| t.contains("\"echo\": \"ask\"") && t.contains("\"get-sum\": \"always\""))
+    {
+        assert!(std::time::Instant::now() < deadline, "the choices were not saved");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(saved["servers"][0]["consent"]["get-sum"], "always", "{saved}");
+    assert_eq!(saved["servers"][0]["consent"]["echo"], "ask", "{saved}");
+    app.click_js("#settings-cancel").await;
+
+    // A spoken turn: the model calls the *always* tool; it runs without a question.
+    llm.push(hark_e2e::Behaviour::CallTool {
+        name: "everything__get-sum".into(),
+        arguments: r#"{"a": 2, "b": 3}"#.into(),
+    });
+    speak(&app, &u1).await;
+    let line = app
+        .wait(
+            "the call in the transcript",
+            "return Array.from(document.querySelectorAll('#transcript li.tool')).map(l => l.innerText).join('\\n')",
+            |v| v.as_str().is_some_and(|t| t.contains("→")),
+        )
+        .await;
+    let line = line.as_str().unwrap();
+    assert!(
+        line.contains("everything__get-sum") && line.contains(r#""a": 2"#),
+        "{line}"
+    );
+    assert!(line.contains("5"), "the result shows: {line}");
+    let panel = app
+        .wait(
+            "the call in the history panel",
+            "return Array.from(document.querySelectorAll('#history li.tool_result')).map(l => l.innerText).join('\\n')",
+            |v| v.as_str().is_some_and(|t| t.contains("everything__get-sum")),
+        )
+        .await;
+    assert!(panel.as_str().unwrap().contains("5"), "{panel}");
+    app.phase("ready").await;
+
+    // The *ask* tool: the window asks, the user allows it once, and it runs.
+    llm.push(hark_e2e::Behaviour::CallTool {
+        name: "everything__echo".into(),
+        arguments: r#"{"message": "hello back"}"#.into(),
+    });
+    speak(&app, &u2).await;
+    let asked = app
+        .wait(
+            "the consent question",
+            "return document.querySelector('#consent')?.innerText ?? ''",
+            |v| v.as_str().is_some_and(|t| !t.is_empty()),
+        )
+        .await;
+    assert!(
+        asked.as_str().unwrap().contains("Hark wants to use everything"),
+        "{asked}"
+    );
+    assert!(
+        asked.as_str().unwrap().contains("hello back"),
+        "the arguments are shown: {asked}"
+    );
+    app.click("#consent-yes").await;
+    app.wait(
+        "the allowed call's result",
+        "return Array.from(document.querySelectorAll('#transcript li.tool')).map(l => l.innerText).join('\\n')",
+        |v| v.as_str().is_some_and(|t| t.contains("Echo: hello back")),
+    )
+    .await;
+    app.phase("ready").await;
+    assert_eq!(app.text("#consent").await, "", "the question is gone");
+    app.close().await;
+
+    // The record (and so the export) has both calls with their results.
+    let store = hark_core::store::Store::open(&setup.db).unwrap();
+    let session = store.list_sessions().unwrap().remove(0);
+    let stored = store.load_session(&session.id).unwrap();
+    let results: Vec<String> = stored
+        .messages
+        .iter()
+        .filter_map(|m| match &m.kind {
+            hark_core::conversation::MessageKind::ToolResult(r) => Some(format!("{} {}", r.name, r.content)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(
+        results[1].starts_with("everything__echo Echo: hello back"),
+        "{results:?}"
+    );
+}

@@ -274,8 +274,8 @@ async fn a_tool_turn_is_spoken_after_the_tool_and_a_barge_in_while_the_tool_runs
     let mut tool_events = Vec::new();
     while let Ok(e) = rx.try_recv() {
         match e {
-            VoiceEvent::ToolStarted { name } => tool_events.push(format!("started {name}")),
-            VoiceEvent::ToolFinished { name, state } => tool_events.push(format!("{name} {state}")),
+            VoiceEvent::ToolStarted { name, .. } => tool_events.push(format!("started {name}")),
+            VoiceEvent::ToolFinished { name, state, .. } => tool_events.push(format!("{name} {state}")),
             _ => {}
         }
     }

@@ -170,7 +170,7 @@ pub async fn run(action: McpAction) -> Result<ExitCode> {
             }
             // Checked against the server's own list when it starts; saved either way (a
             // server that is down today may be up tomorrow).
-            let tools = McpTools::new(file.clone(), Some(path.clone()), kc, Arc::new(Refuse), Arc::new(|| {}));
+            let tools = McpTools::new(file.clone(), Some(path.clone()), kc, Arc::new(Refuse), Arc::new(|_| {}));
             match tools.test(&server).await {
                 Some(Ok(view)) if !view.tools.iter().any(|t| t.name == tool) => {
                     let names: Vec<&str> = view.tools.iter().map(|t| t.name.as_str()).collect();
@@ -189,7 +189,7 @@ pub async fn run(action: McpAction) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         McpAction::List { json } => {
-            let tools = McpTools::new(file, Some(path), kc, Arc::new(Refuse), Arc::new(|| {}));
+            let tools = McpTools::new(file, Some(path), kc, Arc::new(Refuse), Arc::new(|_| {}));
             tools.start().await;
             let views = tools.views();
             tools.shutdown().await;
@@ -208,7 +208,7 @@ pub async fn run(action: McpAction) -> Result<ExitCode> {
             if file.get(&name).is_none() {
                 bail!("no tool server is named {name:?}");
             }
-            let tools = McpTools::new(file, Some(path), kc, Arc::new(Refuse), Arc::new(|| {}));
+            let tools = McpTools::new(file, Some(path), kc, Arc::new(Refuse), Arc::new(|_| {}));
             let started = Instant::now();
             let result = tools.test(&name).await;
             let ms = started.elapsed().as_millis();
@@ -328,7 +328,7 @@ pub async fn open(json_events: bool) -> Option<Arc<McpTools>> {
     } else {
         Arc::new(Refuse)
     };
-    let tools = McpTools::new(file, Some(path), Keychain::default(), asker, Arc::new(|| {}));
+    let tools = McpTools::new(file, Some(path), Keychain::default(), asker, Arc::new(|_| {}));
     for (name, e) in tools.start().await {
         if json_events {
             println!(

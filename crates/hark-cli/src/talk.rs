@@ -151,8 +151,8 @@ fn print_event(json: bool, mic: bool, e: &VoiceEvent) {
             );
         }
         VoiceEvent::ReplyInterrupted { heard, .. } => eprintln!("(interrupted; heard: “{}”)", printable(heard)),
-        VoiceEvent::ToolStarted { name } => eprintln!("({name}…)"),
-        VoiceEvent::ToolFinished { name, state } => eprintln!("({name}: {state})"),
+        VoiceEvent::ToolStarted { name, .. } => eprintln!("({name}…)"),
+        VoiceEvent::ToolFinished { name, state, .. } => eprintln!("({name}: {state})"),
         VoiceEvent::Failed {
             kind,
             message,

@@ -51,6 +51,8 @@ pub enum ErrorKind {
     History,
     /// The push-to-talk shortcut could not be registered.
     Shortcut,
+    /// A tool server the user added could not start, or stopped.
+    ToolServer,
     /// Hark is still getting ready (a model download, the first start of the offline engine).
     NotReady,
     /// A bug in Hark: the turn failed, the conversation is kept.
@@ -81,6 +83,7 @@ impl ErrorKind {
             ErrorKind::File => "file",
             ErrorKind::History => "history",
             ErrorKind::Shortcut => "shortcut",
+            ErrorKind::ToolServer => "tool_server",
             ErrorKind::NotReady => "not_ready",
             ErrorKind::Internal => "internal",
         }
@@ -109,6 +112,7 @@ impl ErrorKind {
             ErrorKind::File => "File problem",
             ErrorKind::History => "The message does not fit",
             ErrorKind::Shortcut => "Shortcut not available",
+            ErrorKind::ToolServer => "A tool server is not working",
             ErrorKind::NotReady => "Hark is getting ready",
             ErrorKind::Internal => "Something went wrong inside Hark",
         }
@@ -146,6 +150,7 @@ impl ErrorKind {
             ErrorKind::File => "check that the folder exists and is writable",
             ErrorKind::History => "shorten the message or raise the context budget (max_context_tokens)",
             ErrorKind::Shortcut => "pick another shortcut in Settings, or use the button",
+            ErrorKind::ToolServer => "check the server in Settings → Tools (Test shows what it said); its tools are left out until it works",
             ErrorKind::NotReady => "wait a moment: Hark says when it is ready",
             ErrorKind::Internal => "press again; the conversation is kept (the log has the details)",
         }

@@ -25,6 +25,7 @@ pub mod models;
 pub mod sessions;
 pub mod settings;
 pub mod talk;
+pub mod tools;
 
 use tauri_specta::{collect_commands, Builder};
 
@@ -75,6 +76,12 @@ pub fn builder() -> Builder<tauri::Wry> {
         models::list_models,
         models::fetch_model,
         models::delete_model,
+        tools::tool_servers,
+        tools::add_tool_server,
+        tools::remove_tool_server,
+        tools::test_tool_server,
+        tools::set_tool_consent,
+        tools::answer_consent,
     ])
 }
 

@@ -482,6 +482,75 @@ async deleteModel(id: string) : Promise<Result<ModelsView, CommandError>> {
     if(e instanceof Error) throw e;
     else return { status: "error", error: e  as any };
 }
+},
+/**
+ * Every server, its state and its tools with their consent.
+ */
+async toolServers() : Promise<Result<ServerView[], CommandError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("tool_servers") };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * Adds a server (or replaces the one of that name); its token and secret values go to
+ * the keychain first. The server starts at once, so its tools show; a failure to start is
+ * a banner with its words, and the server stays listed to be fixed or removed.
+ */
+async addToolServer(server: ServerConfig, token: string | null, secrets: SecretValue[]) : Promise<Result<ServerView[], CommandError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("add_tool_server", { server, token, secrets }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * Removes a server and its secrets.
+ */
+async removeToolServer(name: string) : Promise<Result<ServerView[], CommandError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("remove_tool_server", { name }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * Starts a server (if it is not running) and lists its tools; a failure comes back with
+ * the server's own words as the detail.
+ */
+async testToolServer(name: string) : Promise<Result<ServerView[], CommandError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("test_tool_server", { name }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * Sets a tool's consent: ask, always, or never (not offered to the model).
+ */
+async setToolConsent(server: string, tool: string, consent: Consent) : Promise<Result<ServerView[], CommandError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("set_tool_consent", { server, tool, consent }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * The user's answer to a consent question (`false`: it was no longer asked).
+ */
+async answerConsent(id: string, answer: Answer) : Promise<Result<boolean, CommandError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("answer_consent", { id, answer }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
 }
 }
 
@@ -495,6 +564,18 @@ async deleteModel(id: string) : Promise<Result<ModelsView, CommandError>> {
 
 /** user-defined types **/
 
+/**
+ * The user's answer.
+ */
+export type Answer = 
+/**
+ * This call only.
+ */
+"yes" | "no" | 
+/**
+ * This call, and every later call of the tool (the tool becomes *always*).
+ */
+"always"
 /**
  * Everything a window hears, in order.
  */
@@ -531,7 +612,19 @@ export type AppEvent =
 /**
  * The window should show this view (the tray asked).
  */
-{ type: "navigate"; view: View }
+{ type: "navigate"; view: View } | 
+/**
+ * A tool set to *ask* wants to run: the window asks the user (`answer_consent`).
+ */
+{ type: "consent_asked"; request: ConsentRequest } | 
+/**
+ * That question is no longer asked (answered, timed out, or the turn was cancelled).
+ */
+{ type: "consent_settled"; id: string } | 
+/**
+ * A tool server's state or tools changed (`tool_servers` has the new list).
+ */
+{ type: "tool_servers_changed" }
 /**
  * Everything the Settings view edits.
  */
@@ -667,6 +760,42 @@ next_step: string;
  */
 detail: string | null }
 /**
+ * What the user chose for one tool.
+ */
+export type Consent = 
+/**
+ * Ask before each call.
+ */
+"ask" | 
+/**
+ * Run without asking.
+ */
+"always" | 
+/**
+ * Never offered to the model.
+ */
+"never"
+/**
+ * One question: may the model call this tool with these arguments?
+ */
+export type ConsentRequest = { 
+/**
+ * Unique per question (the window answers by it).
+ */
+id: string; 
+/**
+ * The server's name, as the user gave it.
+ */
+server: string; 
+/**
+ * The tool's own name on its server.
+ */
+tool: string; 
+/**
+ * The call's arguments, as the model wrote them (JSON text).
+ */
+arguments: string }
+/**
  * An audio device, for the settings list.
  */
 export type DeviceInfo = { 
@@ -703,6 +832,14 @@ bytes_per_sec: number | null;
  * Time left at that speed.
  */
 eta_secs: number | null }
+/**
+ * An environment variable for a stdio server.
+ */
+export type EnvVar = { name: string; 
+/**
+ * Empty for a secret one: its value is in the keychain.
+ */
+value?: string; secret?: boolean }
 /**
  * What went wrong, independent of which provider, device or file was involved.
  */
@@ -787,6 +924,10 @@ export type ErrorKind =
  * The push-to-talk shortcut could not be registered.
  */
 "shortcut" | 
+/**
+ * A tool server the user added could not start, or stopped.
+ */
+"tool_server" | 
 /**
  * Hark is still getting ready (a model download, the first start of the offline engine).
  */
@@ -979,6 +1120,14 @@ export type NoTurn =
  */
 "no_words"
 /**
+ * A tool call as the panel shows it.
+ */
+export type PanelCall = { name: string; 
+/**
+ * The arguments (JSON text).
+ */
+arguments: string }
+/**
  * One record entry as the panel shows it.
  */
 export type PanelEntry = { id: string; 
@@ -1001,7 +1150,11 @@ failed: string | null;
 /**
  * Whether the next request carries it.
  */
-in_context: boolean }
+in_context: boolean; 
+/**
+ * For a tool result: the call it answers, as the model wrote it (`text` is the result).
+ */
+call: PanelCall | null }
 /**
  * The whole panel.
  */
@@ -1042,6 +1195,57 @@ export type PttMode =
  * Press once to start, once more to stop.
  */
 "toggle"
+/**
+ * A secret environment variable's value, as typed in the form.
+ */
+export type SecretValue = { name: string; value: string }
+/**
+ * One server.
+ */
+export type ServerConfig = (
+/**
+ * A program Hark starts, speaking MCP on its standard input and output.
+ */
+{ transport: "stdio"; command: string; args?: string[]; env?: EnvVar[] } | 
+/**
+ * A streamable-HTTP endpoint. Its bearer token, if it has one, is in the keychain,
+ * bound to this URL.
+ */
+{ transport: "http"; url: string }) & { 
+/**
+ * The user's name for it: lower-case letters, digits and `-`, at most 24 (it prefixes
+ * its tools' names as the model sees them: `calendar__create_event`).
+ */
+name: string; enabled?: boolean; 
+/**
+ * The user's choice per tool (by the tool's own name); a tool not here gets its
+ * default (see `mcp::default_consent`).
+ */
+consent?: Partial<{ [key in string]: Consent }> }
+/**
+ * Where a server stands.
+ */
+export type ServerState = 
+/**
+ * Not started yet (it starts at the first need), or switched off.
+ */
+"idle" | "starting" | "ready" | "failed"
+/**
+ * A server's state for the window, `hark mcp list` and the banners.
+ */
+export type ServerStatus = { name: string; state: ServerState; 
+/**
+ * What went wrong, in words (`Failed` only).
+ */
+message: string | null; 
+/**
+ * The server's own words: its error, the last lines it wrote to stderr.
+ */
+detail: string | null }
+/**
+ * A server, its state and its tools.
+ */
+export type ServerView = { config: ServerConfig; status: ServerStatus; tools: ToolInfo[] }
 /**
  * One row of the session list.
  */
@@ -1145,6 +1349,22 @@ export type TAURI_CHANNEL<TSend> = null
  */
 export type Theme = "system" | "light" | "dark"
 /**
+ * A server's tool as the window and `hark mcp list` show it.
+ */
+export type ToolInfo = { 
+/**
+ * Its own name on the server.
+ */
+name: string; 
+/**
+ * The name the model sees.
+ */
+model_name: string; description: string; consent: Consent; 
+/**
+ * Whether `consent` is the user's choice (not the default).
+ */
+chosen: boolean; read_only: boolean }
+/**
  * Session totals over a record.
  */
 export type Totals = { turns: number; input_tokens: number; output_tokens: number; 
@@ -1244,11 +1464,12 @@ export type VoiceEvent =
 /**
  * The model called a tool, which is running ("checking the time…").
  */
-{ type: "tool_started"; name: string } | 
+{ type: "tool_started"; id: string; name: string; arguments: string } | 
 /**
- * A tool call settled: `state` is "done", "error" or "cancelled".
+ * A tool call settled: `state` is "done", "error" or "cancelled"; `content` is the
+ * result (or the error) the model reads.
  */
-{ type: "tool_finished"; name: string; state: string } | 
+{ type: "tool_finished"; id: string; name: string; state: string; content: string } | 
 /**
  * Barge-in: what was heard of the reply and what had been generated.
  */

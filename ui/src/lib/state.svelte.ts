@@ -4,6 +4,7 @@
 import type {
   AppEvent,
   CommandError,
+  ConsentRequest,
   Download,
   PanelView,
   Snapshot,
@@ -15,7 +16,7 @@ import type {
 /** One line of the live transcript. */
 export interface Line {
   id: number;
-  role: "user" | "assistant";
+  role: "user" | "assistant" | "tool";
   text: string;
   interim?: boolean;
   /** An interrupted reply: what was heard, and what was generated but not heard. */
@@ -47,8 +48,14 @@ export const app = $state({
   navigate: null as string | null,
   /** Bumped when the session list may have changed. */
   sessionsVersion: 0,
+  /** Consent questions waiting for the user, oldest first. */
+  consent: [] as ConsentRequest[],
+  /** Bumped when a tool server's state or tools changed. */
+  toolServersVersion: 0,
   /** A user line being spoken (interim) and the reply being written. */
   interimId: null as number | null,
+  /** Each running tool call's transcript line, by call id. */
+  toolLines: {} as Record<string, number>,
   replyId: null as number | null,
 });
 
@@ -154,6 +161,20 @@ function onVoice(e: VoiceEvent): void {
       app.sessionsVersion++;
       break;
     }
+    case "tool_started": {
+      // The reply goes on in a new line after the call.
+      const l = line("tool", `${e.name} ${e.arguments}`);
+      l.tag = "running…";
+      app.toolLines[e.id] = l.id;
+      app.replyId = null;
+      break;
+    }
+    case "tool_finished": {
+      const l = find(app.toolLines[e.id] ?? null) ?? line("tool", e.name);
+      l.tag = e.state === "done" ? `→ ${e.content}` : `${e.state}: ${e.content}`;
+      delete app.toolLines[e.id];
+      break;
+    }
     case "context_changed":
       app.panel = e.panel;
       break;
@@ -201,6 +222,15 @@ export function onEvent(e: AppEvent): void {
       break;
     case "navigate":
       app.navigate = e.view;
+      break;
+    case "consent_asked":
+      app.consent = [...app.consent, e.request];
+      break;
+    case "consent_settled":
+      app.consent = app.consent.filter((c) => c.id !== e.id);
+      break;
+    case "tool_servers_changed":
+      app.toolServersVersion++;
       break;
   }
 }

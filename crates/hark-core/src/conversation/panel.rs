@@ -56,6 +56,17 @@ pub struct PanelEntry {
     pub failed: Option<String>,
     /// Whether the next request carries it.
     pub in_context: bool,
+    /// For a tool result: the call it answers, as the model wrote it (`text` is the result).
+    pub call: Option<PanelCall>,
+}
+
+/// A tool call as the panel shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct PanelCall {
+    pub name: String,
+    /// The arguments (JSON text).
+    pub arguments: String,
 }
 
 /// The whole panel.
@@ -121,6 +132,19 @@ impl PanelView {
                     interrupted,
                     failed,
                     in_context: c.settings().enabled && i >= w.start && i < w.end && m.in_context(),
+                    call: match &m.kind {
+                        // The call sits in an assistant message before its result.
+                        MessageKind::ToolResult(r) => record[..i].iter().rev().find_map(|m| match &m.kind {
+                            MessageKind::Assistant(a) => {
+                                a.tool_calls.iter().find(|t| t.id == r.call_id).map(|t| PanelCall {
+                                    name: t.name.clone(),
+                                    arguments: t.arguments.clone(),
+                                })
+                            }
+                            _ => None,
+                        }),
+                        _ => None,
+                    },
                 }
             })
             .collect();

@@ -110,12 +110,18 @@ pub enum VoiceEvent {
     SpeakingStarted,
     /// The model called a tool, which is running ("checking the time…").
     ToolStarted {
+        id: String,
         name: String,
+        /// The call's arguments as the model wrote them (JSON text).
+        arguments: String,
     },
-    /// A tool call settled: `state` is "done", "error" or "cancelled".
+    /// A tool call settled: `state` is "done", "error" or "cancelled"; `content` is the
+    /// result (or the error) the model reads.
     ToolFinished {
+        id: String,
         name: String,
         state: String,
+        content: String,
     },
     /// Barge-in: what was heard of the reply and what had been generated.
     ReplyInterrupted {

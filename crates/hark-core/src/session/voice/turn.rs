@@ -155,14 +155,28 @@ pub async fn respond(
                     if let Some(rest) = splitter.finish() {
                         queue(rest);
                     }
-                    let _ = events.send(VoiceEvent::ToolStarted { name: call.name });
+                    let _ = events.send(VoiceEvent::ToolStarted {
+                        id: call.id,
+                        name: call.name,
+                        arguments: call.arguments,
+                    });
                 }
-                TurnEvent::ToolFinished { name, state, .. } => {
+                TurnEvent::ToolFinished {
+                    call_id,
+                    name,
+                    state,
+                    content,
+                } => {
                     let state = serde_json::to_value(state)
                         .ok()
                         .and_then(|v| v.as_str().map(str::to_string))
                         .unwrap_or_default();
-                    let _ = events.send(VoiceEvent::ToolFinished { name, state });
+                    let _ = events.send(VoiceEvent::ToolFinished {
+                        id: call_id,
+                        name,
+                        state,
+                        content,
+                    });
                 }
                 TurnEvent::UserRecorded(_) => {}
             }

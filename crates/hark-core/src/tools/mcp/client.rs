@@ -81,8 +81,17 @@ impl std::fmt::Display for ServerError {
     }
 }
 
-/// Called when a server's tools or state change (the window refreshes its list).
-pub type OnChange = Arc<dyn Fn() + Send + Sync>;
+/// What a server reports to the adapter.
+#[derive(Debug, Clone)]
+pub enum Change {
+    /// Its state or its tools changed (the window refreshes its list).
+    Updated,
+    /// It failed to start, stopped, hung or answered garbage: a banner, with its words.
+    Fault(ServerError),
+}
+
+/// Called with each [`Change`].
+pub type OnChange = Arc<dyn Fn(Change) + Send + Sync>;
 
 /// What rmcp calls back: the server's announcements.
 struct Handler {
@@ -105,7 +114,7 @@ impl ClientHandler for Handler {
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
         if let Ok(Ok(tools)) = tokio::time::timeout(self.list_timeout, context.peer.list_all_tools()).await {
             *self.tools.write().unwrap_or_else(|e| e.into_inner()) = tools;
-            (self.on_change)();
+            (self.on_change)(Change::Updated);
         }
     }
 }
@@ -174,7 +183,10 @@ impl Server {
             s.message = error.map(|e| e.message.clone());
             s.detail = error.and_then(|e| e.detail.clone());
         }
-        (self.on_change)();
+        (self.on_change)(Change::Updated);
+        if let Some(e) = error {
+            (self.on_change)(Change::Fault(e.clone()));
+        }
     }
 
     /// Starts the server if it is not running (or has stopped), and lists its tools.
@@ -329,10 +341,17 @@ impl Server {
         // Dropping the call at the time limit tells the server to cancel it
         // (`notifications/cancelled`).
         match tokio::time::timeout(self.limits.call_timeout, peer.call_tool(params)).await {
-            Err(_) => Err(format!(
-                "{name}: {tool} did not answer within {} s; the call was cancelled",
-                self.limits.call_timeout.as_secs()
-            )),
+            Err(_) => {
+                let message = format!(
+                    "{name}: {tool} did not answer within {} s; the call was cancelled",
+                    self.limits.call_timeout.as_secs()
+                );
+                (self.on_change)(Change::Fault(ServerError {
+                    message: message.clone(),
+                    detail: self.stderr_tail(),
+                }));
+                Err(message)
+            }
             Ok(Ok(result)) => {
                 let text = cap(result_text(&result), self.limits.max_result_chars);
                 if result.is_error == Some(true) {
@@ -355,7 +374,15 @@ impl Server {
                 self.set_status(ServerState::Failed, Some(&error));
                 Err(error.to_string())
             }
-            Ok(Err(e)) => Err(format!("{name}: {tool} failed: {e}")),
+            Ok(Err(e)) => {
+                // An answer that is not MCP (garbage), or one this client cannot take.
+                let message = format!("{name}: {tool} failed: the server's answer could not be used");
+                (self.on_change)(Change::Fault(ServerError {
+                    message: message.clone(),
+                    detail: Some(self.with_stderr(&e.to_string())),
+                }));
+                Err(message)
+            }
         }
     }
 

@@ -20,7 +20,7 @@ use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use self::client::{Limits, OnChange, Server, ServerStatus};
+use self::client::{Change, Limits, OnChange, Server, ServerStatus};
 use self::config::{ServerConfig, ToolServers, Transport};
 use super::consent::{Answer, Asker, Consent, ConsentRequest};
 use super::{Tool, ToolContext, ToolSource};
@@ -160,7 +160,7 @@ impl McpTools {
                 });
             }
         }
-        (self.on_change)();
+        (self.on_change)(Change::Updated);
     }
 
     fn reconfigure_sync(&self, file: ToolServers) -> Vec<Arc<Server>> {
@@ -212,6 +212,11 @@ impl McpTools {
             Ok(_) => Ok(self.view(&server)),
             Err(e) => Err(e),
         })
+    }
+
+    /// A started server's connection, for a direct SDK call (the benchmark's baseline).
+    pub async fn peer(&self, name: &str) -> Option<rmcp::Peer<rmcp::RoleClient>> {
+        self.server(name)?.ensure_started().await.ok()
     }
 
     /// Every configured server (disabled ones too), its state and tools.
@@ -292,7 +297,7 @@ impl McpTools {
         if let Some(path) = &self.path {
             file.save_to(path)?;
         }
-        (self.on_change)();
+        (self.on_change)(Change::Updated);
         Ok(())
     }
 
