@@ -82,6 +82,17 @@ impl Recorded {
             .map(|(_, v)| v.as_str())
     }
 
+    /// The names of the tools the request offered, in either wire format.
+    pub fn offered_tools(&self) -> Vec<String> {
+        self.body["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t["name"].as_str().or(t["function"]["name"].as_str()))
+            .map(str::to_string)
+            .collect()
+    }
+
     /// The body as text.
     pub fn raw_text(&self) -> String {
         String::from_utf8_lossy(&self.raw).to_string()

@@ -57,18 +57,7 @@ async fn a_tool_call_runs_and_its_result_replaces_the_placeholder_in_place() {
 
         let reqs = rig.server.requests();
         assert_eq!(reqs.len(), 2);
-        let offered: Vec<String> = reqs[0].body["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| {
-                t["name"]
-                    .as_str()
-                    .or(t["function"]["name"].as_str())
-                    .unwrap()
-                    .to_string()
-            })
-            .collect();
+        let offered = reqs[0].offered_tools();
         assert_eq!(
             offered,
             [

@@ -1,6 +1,8 @@
 //! Black-box tests of the `hark` binary against loopback provider servers and a real SQLite
 //! file, as a script or a person would use it.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -13,20 +15,7 @@ use serde_json::Value;
 const KEY: &str = "sk-cli-test-41c2";
 
 fn hark(db: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_hark"));
-    c.arg("--db").arg(db);
-    // Keys from the environment only: never the developer's keychain.
-    for v in [
-        "ANTHROPIC_API_KEY",
-        "OPENAI_API_KEY",
-        "HARK_ANTHROPIC_BASE_URL",
-        "HARK_OPENAI_BASE_URL",
-        "HARK_LLM",
-        "HARK_DB",
-    ] {
-        c.env_remove(v);
-    }
-    c
+    common::hark(db)
 }
 
 fn anthropic(db: &Path, server: &FakeLlm) -> Command {

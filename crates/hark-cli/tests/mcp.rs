@@ -4,6 +4,8 @@
 //! the loopback Anthropic or OpenAI server, which refuses a request whose tool calls and
 //! results are not paired, as the real APIs do.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Output, Stdio};
@@ -47,20 +49,9 @@ impl Home {
 
     /// `hark` with this home's database, config folder and a keychain service of its own.
     fn hark(&self) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_hark"));
-        c.arg("--db").arg(self.path("hark.db"));
+        let mut c = common::hark(&self.path("hark.db"));
         c.env("HARK_CONFIG_DIR", self.path("config"))
             .env("HARK_KEYCHAIN_SERVICE", format!("hark-test-mcp-{}", std::process::id()));
-        for v in [
-            "ANTHROPIC_API_KEY",
-            "OPENAI_API_KEY",
-            "HARK_ANTHROPIC_BASE_URL",
-            "HARK_OPENAI_BASE_URL",
-            "HARK_LLM",
-            "HARK_DB",
-        ] {
-            c.env_remove(v);
-        }
         c
     }
 
@@ -123,24 +114,6 @@ fn run(mut cmd: Command, stdin: &str) -> Vec<Value> {
 
 fn results(events: &[Value]) -> Vec<&Value> {
     events.iter().filter(|e| e["type"] == "tool_result").collect()
-}
-
-/// The names of the tools a request offered, in either wire format.
-fn offered(body: &Value) -> Vec<String> {
-    body["tools"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|t| {
-                    t["name"]
-                        .as_str()
-                        .or(t["function"]["name"].as_str())
-                        .unwrap()
-                        .to_string()
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// The result paired with the call in a request, in either wire format: (call id in the
@@ -216,7 +189,7 @@ fn a_stdio_servers_tool_result_reaches_the_next_request_paired_with_its_call_in_
 
         let reqs = server.requests();
         assert_eq!(reqs.len(), 4, "{flavor:?}");
-        let names = offered(&reqs[0].body);
+        let names = reqs[0].offered_tools();
         for n in [
             "get_current_time",
             "everything__echo",
@@ -349,7 +322,7 @@ fn consent_ask_refused_never_runs_the_tool_and_never_is_not_offered() {
         let sent = std::fs::read_to_string(&log).unwrap();
         assert!(sent.contains("\"tools/list\""), "the server was started: {sent}");
         assert!(!sent.contains("tools/call"), "a refused tool never runs: {sent}");
-        let names = offered(&llm.requests()[0].body);
+        let names = llm.requests()[0].offered_tools();
         assert!(names.contains(&"everything__echo".to_string()));
         assert!(names.contains(&"everything__get-tiny-image".to_string()));
         assert!(

@@ -2,6 +2,8 @@
 //! from HARK_MODELS_DIR, which scripts/test.sh fetches) and a real SQLite file; the chat
 //! model is the loopback OpenAI-compatible server.
 
+mod common;
+
 use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -15,19 +17,7 @@ fn hark(db: &Path) -> Command {
         std::env::var_os("HARK_MODELS_DIR").is_some(),
         "HARK_MODELS_DIR is not set: run the tests through scripts/test.sh"
     );
-    let mut c = Command::new(env!("CARGO_BIN_EXE_hark"));
-    c.arg("--db").arg(db);
-    for v in [
-        "ANTHROPIC_API_KEY",
-        "OPENAI_API_KEY",
-        "HARK_ANTHROPIC_BASE_URL",
-        "HARK_OPENAI_BASE_URL",
-        "HARK_LLM",
-        "HARK_DB",
-    ] {
-        c.env_remove(v);
-    }
-    c
+    common::hark(db)
 }
 
 fn chat(db: &Path, server: &FakeLlm, stdin: &str) -> Output {

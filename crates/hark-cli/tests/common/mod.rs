@@ -7,6 +7,24 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+/// `hark --db DB`, with no key, endpoint or provider from the developer's environment:
+/// only what the test gives it.
+pub fn hark(db: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_hark"));
+    c.arg("--db").arg(db);
+    for v in [
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "HARK_ANTHROPIC_BASE_URL",
+        "HARK_OPENAI_BASE_URL",
+        "HARK_LLM",
+        "HARK_DB",
+    ] {
+        c.env_remove(v);
+    }
+    c
+}
+
 /// Runs `hark talk --json ARGS` (`cmd` has the global options) on WAV files, one turn each,
 /// writing the spoken replies to `out` (and the export, if given); returns its events.
 /// Fails the test, with stderr, when the command fails.
