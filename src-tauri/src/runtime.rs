@@ -11,11 +11,10 @@ use hark_core::assembly::{Llm, Profile};
 use hark_core::audio::input::Microphone;
 use hark_core::audio::playback::{AudioOut, ClockOut, Speaker};
 use hark_core::error::ErrorKind;
-use hark_core::local::LocalLlm;
 use hark_core::models::{Manifest, ModelKind, ModelSpec, ModelStore, Phase, Progress};
 use hark_core::secrets::Keychain;
 use hark_core::session::ptt::Key;
-use hark_core::session::voice::{self, ActorOptions, Voice, VoiceEvent, VoiceSession};
+use hark_core::session::voice::{self, ActorOptions, Voice, VoiceEvent};
 use hark_core::stt::Transcriber;
 use hark_core::tts::system::SystemVoice;
 use tauri::{AppHandle, Manager};
@@ -25,15 +24,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error::{CmdResult, CommandError};
 use crate::events::{AppEvent, Download, Status};
 use crate::settings::AppSettings;
-use crate::state::{lock, AppState};
-
-/// A running session: the voice actor, and the offline model's server when the session
-/// uses it (stopped when the runtime is dropped).
-pub struct Runtime {
-    pub session_id: String,
-    pub voice: VoiceSession,
-    pub _local: Option<LocalLlm>,
-}
+use crate::state::{lock, AppState, Runtime};
 
 /// Starts the forwarder that takes every voice session's events to the windows and the
 /// status line. Returns where the sessions send them.

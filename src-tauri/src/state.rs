@@ -21,7 +21,6 @@ use tokio_util::sync::CancellationToken;
 use crate::error::{CmdResult, CommandError};
 use crate::events::{AppEvent, Download, Status};
 use crate::logging::Logs;
-use crate::runtime::Runtime;
 use crate::settings::AppSettings;
 
 pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -47,6 +46,14 @@ pub enum Fatal {
     Database(std::path::PathBuf),
     /// The settings file at this path cannot be read.
     Settings(std::path::PathBuf),
+}
+
+/// A running session: the voice actor, and the offline model's server when the session
+/// uses it (stopped when the runtime is dropped). `runtime` starts it; it is kept here.
+pub struct Runtime {
+    pub session_id: String,
+    pub voice: hark_core::session::voice::VoiceSession,
+    pub _local: Option<hark_core::local::LocalLlm>,
 }
 
 pub struct AppState {

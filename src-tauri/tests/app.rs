@@ -609,6 +609,34 @@ async fn a_tool_server_added_in_settings_runs_in_a_spoken_turn() {
     let saved: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(saved["servers"][0]["consent"]["get-sum"], "always", "{saved}");
     assert_eq!(saved["servers"][0]["consent"]["echo"], "ask", "{saved}");
+
+    // A server that cannot start is named in a banner, with its own words under Details,
+    // and stays listed (failed) to be fixed or removed.
+    app.click_js("#add-tool-server-open").await;
+    app.js(
+        "const set = (n, v) => { const e = document.querySelector(`[name=${n}]`); e.value = v; e.dispatchEvent(new Event('input', {bubbles: true})); };\
+         set('tool-server-name', 'calendar'); set('tool-server-command', 'sh -c \"echo cannot open the calendar database >&2; exit 3\"'); return true",
+    )
+    .await;
+    app.click_js("#add-tool-server-save").await;
+    let banner = app
+        .wait(
+            "the tool server's banner",
+            "return [...document.querySelectorAll('#banners .banner[data-kind=tool_server]')].map(b => b.querySelector('.message').innerText + ' / ' + (b.querySelector('details code')?.textContent ?? '')).join(' | ')",
+            |v| v.as_str().is_some_and(|t| !t.is_empty()),
+        )
+        .await;
+    let banner = banner.as_str().unwrap();
+    assert!(banner.contains("the tool server calendar could not start"), "{banner}");
+    assert!(
+        banner.contains("cannot open the calendar database"),
+        "its words under Details: {banner}"
+    );
+    assert_eq!(
+        app.js("return document.querySelector('[data-server=calendar] .server-state')?.textContent")
+            .await,
+        "failed"
+    );
     app.click_js("#settings-cancel").await;
 
     // A spoken turn: the model calls the *always* tool; it runs without a question.

@@ -27,6 +27,8 @@
 //! - `store`: SQLite persistence of sessions and messages; import and export; long-term
 //!   memory (facts, full-text search).
 //! - `secrets`: API keys in the OS keychain, with environment overrides.
+//! - `endpoints`: the providers' official endpoints and key variables (below `secrets`,
+//!   `provider` and `stt`, which all need them).
 //! - `session`: running a turn end to end: record, request, stream, persist; the voice
 //!   turn loop with barge-in.
 //! - `audio`: capture (cpal), 16 kHz conversion (rubato), playback (rodio), WAV files.
@@ -44,6 +46,7 @@ pub mod audio;
 pub mod conversation;
 pub mod cpu;
 pub mod dirs;
+pub mod endpoints;
 pub mod error;
 pub mod idle;
 pub mod language;

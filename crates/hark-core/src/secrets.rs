@@ -15,26 +15,16 @@ use serde::Serialize;
 pub const SERVICE: &str = "hark";
 
 /// Providers that take a key.
-pub const PROVIDERS: &[&str] = &["anthropic", "openai", "deepgram"];
+pub use crate::endpoints::PROVIDERS;
 
 /// The environment variable that overrides a provider's key.
 pub fn env_var(provider: &str) -> Option<&'static str> {
-    match provider {
-        "anthropic" => Some("ANTHROPIC_API_KEY"),
-        "openai" => Some("OPENAI_API_KEY"),
-        "deepgram" => Some("DEEPGRAM_API_KEY"),
-        _ => None,
-    }
+    crate::endpoints::key_env_var(provider)
 }
 
 /// A provider's official endpoint (where a key saved without `--base-url` goes).
 pub fn official_endpoint(provider: &str) -> Option<&'static str> {
-    match provider {
-        "anthropic" => Some(crate::provider::ProviderKind::Anthropic.default_base_url()),
-        "openai" => Some(crate::provider::ProviderKind::OpenAi.default_base_url()),
-        "deepgram" => Some(crate::stt::deepgram::BASE_URL),
-        _ => None,
-    }
+    crate::endpoints::official(provider)
 }
 
 /// An endpoint in one spelling: scheme and host lower-cased, no trailing slash, no query.

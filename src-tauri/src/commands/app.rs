@@ -1,66 +1,17 @@
 //! What a window needs at start, subscribing to events, and the app-level actions: the log
 //! folder, the recovery from a fatal start-up problem, updates, the introduction, quitting.
 
-use hark_core::conversation::PanelView;
 use hark_core::error::ErrorKind;
-use serde::Serialize;
 use tauri::ipc::Channel;
 use tauri::{AppHandle, State, Window};
 use tauri_plugin_opener::OpenerExt;
 
-use super::settings::{choices, key_statuses, Choices, KeyStatus};
+use super::view::snapshot;
+pub use super::view::Snapshot;
 use crate::error::{CmdResult, CommandError};
-use crate::events::{AppEvent, Download, Status};
+use crate::events::{AppEvent, Status};
 use crate::settings::AppSettings;
-use crate::shortcut::{label, Platform};
 use crate::state::{lock, AppState, Fatal};
-
-/// Everything a window shows, as it is now.
-#[derive(Debug, Clone, Serialize, specta::Type)]
-pub struct Snapshot {
-    pub settings: AppSettings,
-    pub keys: Vec<KeyStatus>,
-    pub session_id: Option<String>,
-    pub panel: Option<Box<PanelView>>,
-    pub status: Status,
-    /// Banners that still stand (setup problems).
-    pub problems: Vec<CommandError>,
-    /// The model download in progress, if any.
-    pub download: Option<Download>,
-    /// The push-to-talk shortcut as this platform writes it (`Ctrl+Shift+Space`, `⌘⇧Space`).
-    pub shortcut_label: String,
-    /// "linux", "macos" or "windows".
-    pub platform: String,
-    /// Where the log files are.
-    pub log_dir: String,
-    /// Whether this build can look for updates.
-    pub updates: bool,
-    /// Show the introduction (first run, or asked for again).
-    pub onboarding: bool,
-    /// The options Settings offers.
-    pub choices: Choices,
-}
-
-pub async fn snapshot(state: &AppState) -> Snapshot {
-    let settings = state.settings();
-    let latest = state.latest();
-    let session_id = state.runtime.lock().await.as_ref().map(|r| r.session_id.clone());
-    Snapshot {
-        keys: key_statuses(state, &settings),
-        shortcut_label: label(&settings.shortcut, Platform::current()),
-        onboarding: !settings.onboarded && !matches!(state.status(), Status::Fatal { .. }),
-        session_id,
-        panel: latest.panel,
-        status: state.status(),
-        problems: latest.problems,
-        download: latest.download,
-        platform: std::env::consts::OS.into(),
-        log_dir: state.logs.dir().display().to_string(),
-        updates: crate::update::configured(),
-        choices: choices(),
-        settings,
-    }
-}
 
 /// The window listens here from now on; a fresh history panel follows.
 #[tauri::command]

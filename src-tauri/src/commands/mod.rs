@@ -26,6 +26,7 @@ pub mod sessions;
 pub mod settings;
 pub mod talk;
 pub mod tools;
+pub mod view;
 
 use tauri_specta::{collect_commands, Builder};
 

@@ -89,7 +89,7 @@ pub fn check_endpoint(provider: &'static str, base_url: &str) -> Result<(), Prov
 
 /// The error for a request that needs a key and has none, saying where keys come from.
 pub(crate) fn missing_key(provider: &'static str) -> ProviderError {
-    let var = crate::secrets::env_var(provider).unwrap_or("the provider's key variable");
+    let var = crate::endpoints::key_env_var(provider).unwrap_or("the provider's key variable");
     ProviderError::new(
         provider,
         ErrorKind::Auth,

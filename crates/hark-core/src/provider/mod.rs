@@ -42,8 +42,8 @@ impl ProviderKind {
     /// The public endpoint, used when no base URL is configured.
     pub fn default_base_url(self) -> &'static str {
         match self {
-            ProviderKind::Anthropic => "https://api.anthropic.com",
-            ProviderKind::OpenAi => "https://api.openai.com/v1",
+            ProviderKind::Anthropic => crate::endpoints::ANTHROPIC,
+            ProviderKind::OpenAi => crate::endpoints::OPENAI,
         }
     }
 

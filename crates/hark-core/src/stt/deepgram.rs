@@ -22,7 +22,7 @@ use crate::provider::{endpoint, ErrorKind, ProviderError};
 const PROVIDER: &str = "deepgram";
 
 /// Deepgram's official endpoint.
-pub const BASE_URL: &str = "https://api.deepgram.com";
+pub const BASE_URL: &str = crate::endpoints::DEEPGRAM;
 
 /// How long to wait for the finalized result after release.
 const FINALIZE_TIMEOUT: Duration = Duration::from_secs(5);
