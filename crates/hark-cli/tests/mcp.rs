@@ -98,15 +98,8 @@ fn fake(flavor: Flavor) -> FakeLlm {
     }
 }
 
-fn run(mut cmd: Command, stdin: &str) -> Vec<Value> {
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
-    let o = child.wait_with_output().unwrap();
+fn run(cmd: Command, stdin: &str) -> Vec<Value> {
+    let o = common::run_with_stdin(cmd, stdin);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}\n{stdout}", String::from_utf8_lossy(&o.stderr));
     stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect()

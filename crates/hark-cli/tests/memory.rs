@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -26,23 +26,16 @@ fn chat(db: &Path, server: &FakeLlm, stdin: &str) -> Output {
 
 /// `hark chat` (`cmd` has the global options) with the loopback model; stdin piped in.
 fn chat_with(mut cmd: Command, server: &FakeLlm, stdin: &str) -> Output {
-    let mut child = cmd
-        .args([
-            "chat",
-            "--llm",
-            "openai",
-            "--model",
-            "local",
-            "--base-url",
-            &server.base_url(),
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
-    let o = child.wait_with_output().unwrap();
+    cmd.args([
+        "chat",
+        "--llm",
+        "openai",
+        "--model",
+        "local",
+        "--base-url",
+        &server.base_url(),
+    ]);
+    let o = common::run_with_stdin(cmd, stdin);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     o
 }

@@ -1,8 +1,9 @@
 //! Helpers the `hark talk` tests share.
 #![allow(dead_code)] // each test file uses part of it
 
+use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -23,6 +24,18 @@ pub fn hark(db: &Path) -> Command {
         c.env_remove(v);
     }
     c
+}
+
+/// Runs a command with `stdin` written to it (then closed), and its output captured.
+pub fn run_with_stdin(mut cmd: Command, stdin: &str) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
 }
 
 /// Runs `hark talk --json ARGS` (`cmd` has the global options) on WAV files, one turn each,
