@@ -276,13 +276,21 @@ impl Server {
                             fail(format!("{command}: {e}"))
                         }
                     })?;
-                if let Some(stderr) = stderr {
-                    tokio::spawn(keep_tail(stderr, self.stderr.clone()));
+                let reader = stderr.map(|stderr| tokio::spawn(keep_tail(stderr, self.stderr.clone())));
+                match handler.serve(transport).await {
+                    Ok(service) => service,
+                    Err(e) => {
+                        // A program that exited has closed its stderr: its last words are
+                        // read to the end before they are shown (a second at most).
+                        if let Some(reader) = reader {
+                            let _ = tokio::time::timeout(Duration::from_secs(1), reader).await;
+                        }
+                        return Err(ServerError {
+                            message: format!("the tool server {name} could not start"),
+                            detail: Some(self.with_stderr(&e.to_string())),
+                        });
+                    }
                 }
-                handler.serve(transport).await.map_err(|e| ServerError {
-                    message: format!("the tool server {name} could not start"),
-                    detail: Some(self.with_stderr(&e.to_string())),
-                })?
             }
             Transport::Http { url } => {
                 // reqwest 0.13 (rmcp's) is built with rustls and no crypto provider: the
