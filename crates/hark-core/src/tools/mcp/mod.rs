@@ -64,11 +64,15 @@ pub fn model_name(server: &str, tool: &str) -> String {
 /// remote server's read-only tools still ask: their arguments leave the computer. No
 /// other hint is trusted.
 pub fn default_consent(server: &ServerConfig, tool: &rmcp::model::Tool) -> Consent {
-    let read_only = tool.annotations.as_ref().and_then(|a| a.read_only_hint) == Some(true);
     match server.transport {
-        Transport::Stdio { .. } if read_only => Consent::Always,
+        Transport::Stdio { .. } if read_only(tool) => Consent::Always,
         _ => Consent::Ask,
     }
+}
+
+/// Whether the server marks the tool read-only (`readOnlyHint`).
+fn read_only(tool: &rmcp::model::Tool) -> bool {
+    tool.annotations.as_ref().and_then(|a| a.read_only_hint) == Some(true)
 }
 
 /// A server's tool as the window and `hark mcp list` show it.
@@ -173,9 +177,8 @@ impl McpTools {
                 a.name == b.name && a.transport == b.transport && same_limits(s.limits(), limits)
             });
             next.push(match kept {
-                Some(s) if s.config() == config => s.clone(),
-                // Only the consent choices changed: the same connection, the new choices
-                // (read from `file` at each call).
+                // The same connection; consent choices that changed are read from `file`
+                // at each call.
                 Some(s) => s.clone(),
                 None => Arc::new(Server::new(
                     config.clone(),
@@ -209,7 +212,13 @@ impl McpTools {
     pub async fn test(&self, name: &str) -> Option<Result<ServerView, client::ServerError>> {
         let server = self.server(name)?;
         Some(match server.ensure_started().await {
-            Ok(_) => Ok(self.view(&server)),
+            Ok(_) => Ok(view(
+                &server,
+                self.file()
+                    .get(name)
+                    .cloned()
+                    .unwrap_or_else(|| server.config().clone()),
+            )),
             Err(e) => Err(e),
         })
     }
@@ -226,7 +235,7 @@ impl McpTools {
         file.servers
             .iter()
             .map(|c| match running.iter().find(|s| s.name() == c.name) {
-                Some(s) => self.view(s),
+                Some(s) => view(s, c.clone()),
                 None => ServerView {
                     config: c.clone(),
                     status: ServerStatus {
@@ -239,34 +248,6 @@ impl McpTools {
                 },
             })
             .collect()
-    }
-
-    fn view(&self, server: &Server) -> ServerView {
-        let config = self
-            .file()
-            .get(server.name())
-            .cloned()
-            .unwrap_or_else(|| server.config().clone());
-        let tools = server
-            .tools()
-            .iter()
-            .map(|t| {
-                let chosen = config.consent.get(t.name.as_ref()).copied();
-                ToolInfo {
-                    name: t.name.to_string(),
-                    model_name: model_name(&config.name, &t.name),
-                    description: t.description.as_deref().unwrap_or_default().to_string(),
-                    consent: chosen.unwrap_or_else(|| default_consent(&config, t)),
-                    chosen: chosen.is_some(),
-                    read_only: t.annotations.as_ref().and_then(|a| a.read_only_hint) == Some(true),
-                }
-            })
-            .collect();
-        ServerView {
-            config,
-            status: server.status(),
-            tools,
-        }
     }
 
     /// The consent a server's tool has now: the user's choice, or the default.
@@ -310,6 +291,30 @@ impl McpTools {
         let mut n = self.asked.lock().unwrap_or_else(|e| e.into_inner());
         *n += 1;
         format!("consent-{n}")
+    }
+}
+
+/// A running server as shown, with its configuration as the file has it now.
+fn view(server: &Server, config: ServerConfig) -> ServerView {
+    let tools = server
+        .tools()
+        .iter()
+        .map(|t| {
+            let chosen = config.consent.get(t.name.as_ref()).copied();
+            ToolInfo {
+                name: t.name.to_string(),
+                model_name: model_name(&config.name, &t.name),
+                description: t.description.as_deref().unwrap_or_default().to_string(),
+                consent: chosen.unwrap_or_else(|| default_consent(&config, t)),
+                chosen: chosen.is_some(),
+                read_only: read_only(t),
+            }
+        })
+        .collect();
+    ServerView {
+        config,
+        status: server.status(),
+        tools,
     }
 }
 
