@@ -85,6 +85,8 @@ impl Status {
             VoiceEvent::ThinkingStarted | VoiceEvent::TranscriptFinal { .. } if *self == Status::Listening => {
                 Status::Thinking
             }
+            // An answer to a consent question was heard: the turn goes on.
+            VoiceEvent::ConsentHeard { .. } if *self == Status::Listening => Status::Thinking,
             VoiceEvent::ThinkingStarted => Status::Thinking,
             VoiceEvent::SpeakingStarted => Status::Speaking,
             VoiceEvent::Idle => idle.clone(),

@@ -388,6 +388,10 @@ pub async fn switch(app: &AppHandle, session: Option<String>) -> CmdResult<Strin
             input: Arc::new(Microphone),
             cues: settings.sound_cues,
             pipeline: Default::default(),
+            // The tool servers' consent questions are spoken, and answered by the next press.
+            questions: app
+                .try_state::<crate::tool_servers::Tools>()
+                .map(|t| t.questions.clone()),
         },
         events,
     );

@@ -1,6 +1,7 @@
 //! The user's tool servers in the app (issue 25): one `McpTools` for the app's life,
-//! offered to every session beside the built-in tools; consent asked in the window; a
-//! server's faults as banners with its own words under Details.
+//! offered to every session beside the built-in tools; consent asked in the window and by
+//! voice at once (the first answer wins); a server's faults as banners with its own words
+//! under Details.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -8,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use hark_core::error::ErrorKind;
 use hark_core::secrets::Keychain;
+use hark_core::session::voice::{SpokenAsker, VoiceLine};
 use hark_core::tools::consent::{Answer, Asker, ConsentRequest};
 use hark_core::tools::mcp::client::Change;
 use hark_core::tools::mcp::config::ToolServers;
@@ -19,10 +21,12 @@ use crate::error::CommandError;
 use crate::events::AppEvent;
 use crate::state::{lock, AppState};
 
-/// What the app keeps: the servers, and the questions waiting for the user.
+/// What the app keeps: the servers, the questions waiting in the window, and the line
+/// each voice session attaches to for the questions it speaks.
 pub struct Tools {
     pub servers: Arc<McpTools>,
     pub asker: Arc<WindowAsker>,
+    pub questions: Arc<VoiceLine>,
 }
 
 /// Asks in the window: the question shows in a dialog until it is answered, or until the
@@ -105,16 +109,18 @@ pub fn setup(app: &AppHandle) {
             }
         }
     });
+    let questions = VoiceLine::new();
     let servers = McpTools::new(
         file,
         Some(ToolServers::path()),
         Keychain::default(),
-        asker.clone(),
+        Arc::new(SpokenAsker::new(Some(asker.clone()), questions.clone())),
         on_change,
     );
     app.manage(Tools {
         servers: servers.clone(),
         asker,
+        questions,
     });
     // Started now, so their tools are listed by the first turn (a fault is a banner).
     tauri::async_runtime::spawn(async move {

@@ -698,6 +698,44 @@ async fn a_tool_server_added_in_settings_runs_in_a_spoken_turn() {
     .await;
     app.phase("ready").await;
     assert_eq!(app.text("#consent").await, "", "the question is gone");
+
+    // The *ask* tool again, answered by voice: the question is spoken (recorded off the
+    // speaker and read back by whisper), and a press with "Yes, go ahead." allows the call
+    // without a click and without interrupting the turn.
+    let (u3, yes) = (dir.path().join("u3.wav"), dir.path().join("yes.wav"));
+    espeak_wav("Say hello again.", &u3);
+    espeak_wav("Yes, go ahead.", &yes);
+    llm.push(hark_e2e::Behaviour::CallTool {
+        name: "everything__echo".into(),
+        arguments: r#"{"message": "hello again"}"#.into(),
+    });
+    let question = record(&dir.path().join("question.wav"));
+    speak(&app, &u3).await;
+    app.wait(
+        "the second consent question",
+        "return document.querySelector('#consent')?.innerText ?? ''",
+        |v| v.as_str().is_some_and(|t| t.contains("hello again")),
+    )
+    .await;
+    // Time for the system voice to say it (about 3 s) before the press hushes it.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let question = question.stop();
+    speak(&app, &yes).await;
+    app.wait(
+        "the call allowed by voice",
+        "return Array.from(document.querySelectorAll('#transcript li.tool')).map(l => l.innerText).join('\\n')",
+        |v| v.as_str().is_some_and(|t| t.contains("Echo: hello again")),
+    )
+    .await;
+    app.phase("ready").await;
+    assert_eq!(app.text("#consent").await, "", "the spoken answer settled the dialog");
+    let transcript = app.text("#transcript").await;
+    assert!(transcript.contains("allowed once"), "the answer is shown: {transcript}");
+    assert!(
+        !transcript.contains("interrupted after"),
+        "the press answered, it did not interrupt: {transcript}"
+    );
+    assert_read_back(&question, "Hark wants to use everything: echo. Allow?").await;
     app.close().await;
 
     // The record (and so the export) has both calls with their results.
@@ -712,9 +750,15 @@ async fn a_tool_server_added_in_settings_runs_in_a_spoken_turn() {
             _ => None,
         })
         .collect();
-    assert_eq!(results.len(), 2, "{results:?}");
+    assert_eq!(results.len(), 3, "{results:?}");
     assert!(
         results[1].starts_with("everything__echo Echo: hello back"),
         "{results:?}"
     );
+    assert!(
+        results[2].starts_with("everything__echo Echo: hello again"),
+        "{results:?}"
+    );
+    let users = stored.messages.iter().filter(|m| m.kind_name() == "user").count();
+    assert_eq!(users, 3, "the spoken answer is not a message to the model");
 }

@@ -97,6 +97,7 @@ async fn a_spoken_conversation_on_virtual_audio_devices_with_barge_in() {
             input: Arc::new(Microphone),
             cues: false,
             pipeline: Default::default(),
+            questions: None,
         },
         tx,
     );

@@ -77,6 +77,7 @@ async fn spoken_turn(language: &str, stt: SttKind, tts: TtsKind, speech: &FakeSp
         Instant::now(),
         Pipeline::Sequential,
         &CancellationToken::new(),
+        None,
         &tx,
     )
     .await

@@ -75,6 +75,7 @@ async fn a_spoken_turn_plays_every_sentence_and_records_its_metrics() {
         &r.voice,
         &utterance("Tell me a story"),
         &CancellationToken::new(),
+        None,
         &tx,
     )
     .await
@@ -160,9 +161,16 @@ async fn barge_in_mid_reply_records_heard_less_than_generated_and_the_next_reque
         }
         None
     });
-    let spoken = respond(&mut r.chat, &r.voice, &utterance("Tell me a story"), &barge_in, &tx)
-        .await
-        .unwrap();
+    let spoken = respond(
+        &mut r.chat,
+        &r.voice,
+        &utterance("Tell me a story"),
+        &barge_in,
+        None,
+        &tx,
+    )
+    .await
+    .unwrap();
     drop(tx);
     assert!(r.voice.out.is_idle(), "playback stopped at the barge-in");
     assert!(spoken.interrupted);
@@ -222,9 +230,16 @@ async fn barge_in_before_anything_was_heard_leaves_the_reply_out_and_merges_the_
         tokio::time::sleep(Duration::from_millis(300)).await;
         b.cancel();
     });
-    let spoken = respond(&mut r.chat, &r.voice, &utterance("Tell me a story"), &barge_in, &tx)
-        .await
-        .unwrap();
+    let spoken = respond(
+        &mut r.chat,
+        &r.voice,
+        &utterance("Tell me a story"),
+        &barge_in,
+        None,
+        &tx,
+    )
+    .await
+    .unwrap();
     assert!(spoken.interrupted);
     assert_eq!(spoken.heard.text, "");
     assert!(
@@ -265,6 +280,7 @@ async fn a_tool_turn_is_spoken_after_the_tool_and_a_barge_in_while_the_tool_runs
         &r.voice,
         &utterance("What time is it?"),
         &CancellationToken::new(),
+        None,
         &tx,
     )
     .await
@@ -297,7 +313,7 @@ async fn a_tool_turn_is_spoken_after_the_tool_and_a_barge_in_while_the_tool_runs
             }
         }
     });
-    let spoken = respond(&mut r.chat, &r.voice, &utterance("Look it up"), &barge_in, &tx)
+    let spoken = respond(&mut r.chat, &r.voice, &utterance("Look it up"), &barge_in, None, &tx)
         .await
         .unwrap();
     assert!(spoken.interrupted);

@@ -53,7 +53,7 @@ impl Out {
 
 pub async fn run(args: SessionArgs, db: PathBuf) -> Result<ExitCode> {
     let out = Out { json: args.json };
-    let opened = args.open(&db, &args.profile()).await?;
+    let opened = args.open(&db, &args.profile(), None).await?;
     let (_local, memory, tool_servers) = (opened.local, opened.memory, opened.tool_servers);
     let (mut session, resumed) = (opened.session, opened.resumed);
     let conv = session.conversation();

@@ -10,6 +10,7 @@ use anyhow::{bail, Context, Result};
 use async_trait::async_trait;
 use clap::Subcommand;
 use hark_core::secrets::{Keychain, ServerSecret};
+use hark_core::session::voice::{SpokenAsker, VoiceLine};
 use hark_core::tools::consent::{Answer, Asker, Consent, ConsentRequest, Refuse};
 use hark_core::tools::mcp::config::{EnvVar, ServerConfig, ToolServers, Transport};
 use hark_core::tools::mcp::{McpTools, ServerView};
@@ -310,8 +311,10 @@ impl Asker for TerminalAsker {
 }
 
 /// The tool servers for a chat or talk session: started, each failure said once on
-/// stderr. Asks consent on the terminal when stdin is one; otherwise every *ask* is a no.
-pub async fn open(json_events: bool) -> Option<Arc<McpTools>> {
+/// stderr. Asks consent by voice on `questions` (`hark talk` on the microphone, whose
+/// terminal is the push-to-talk key), else on the terminal when stdin is one; otherwise
+/// every *ask* is a no.
+pub async fn open(json_events: bool, questions: Option<Arc<VoiceLine>>) -> Option<Arc<McpTools>> {
     let path = ToolServers::path();
     let file = match ToolServers::load_from(&path) {
         Ok(f) => f,
@@ -323,7 +326,9 @@ pub async fn open(json_events: bool) -> Option<Arc<McpTools>> {
     if file.servers.iter().all(|s| !s.enabled) {
         return None;
     }
-    let asker: Arc<dyn Asker> = if std::io::stdin().is_terminal() {
+    let asker: Arc<dyn Asker> = if let Some(line) = questions {
+        Arc::new(SpokenAsker::new(None, line))
+    } else if std::io::stdin().is_terminal() {
         Arc::new(TerminalAsker)
     } else {
         Arc::new(Refuse)

@@ -14,6 +14,7 @@ use hark_core::assembly::{Llm as ResolvedLlm, LlmChoice, Profile, DEFAULT_REPLY_
 use hark_core::local::LocalLlm;
 use hark_core::models::{Manifest, ModelStore};
 use hark_core::secrets::Keychain;
+use hark_core::session::voice::VoiceLine;
 use hark_core::session::ChatSession;
 use hark_core::store::Store;
 
@@ -129,8 +130,10 @@ impl SessionArgs {
 
     /// Opens the store and the session (new, or resumed with `--session`), applying the
     /// flags given over what the session had. With no key at all the offline model is
-    /// fetched on first use (with a progress bar) and started.
-    pub async fn open(&self, db: &Path, profile: &Profile) -> Result<Opened> {
+    /// fetched on first use (with a progress bar) and started. With `questions` (a voice
+    /// session's line: `hark talk` on the microphone), the tool servers' consent questions
+    /// are put by voice.
+    pub async fn open(&self, db: &Path, profile: &Profile, questions: Option<Arc<VoiceLine>>) -> Result<Opened> {
         let kc = Keychain::default();
         let manifest = Manifest::load()?;
         let models = ModelStore::default_dir();
@@ -182,7 +185,7 @@ impl SessionArgs {
         let tool_servers = if session.tools().is_empty() {
             None
         } else {
-            crate::mcp::open(self.json).await
+            crate::mcp::open(self.json, questions).await
         };
         if let Some(servers) = &tool_servers {
             let tools = session.tools().clone().with_source(servers.clone());

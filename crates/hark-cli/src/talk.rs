@@ -18,7 +18,7 @@ use hark_core::audio::{list_devices, wav};
 use hark_core::models::Manifest;
 use hark_core::secrets::Keychain;
 use hark_core::session::ptt::{check_utterance, Key, PttMode};
-use hark_core::session::voice::{self, ActorOptions, Voice, VoiceEvent};
+use hark_core::session::voice::{self, ActorOptions, Voice, VoiceEvent, VoiceLine};
 use hark_core::stt::SttKind;
 use hark_core::tts::TtsKind;
 use tokio::io::AsyncBufReadExt;
@@ -153,6 +153,13 @@ fn print_event(json: bool, mic: bool, e: &VoiceEvent) {
         VoiceEvent::ReplyInterrupted { heard, .. } => eprintln!("(interrupted; heard: “{}”)", printable(heard)),
         VoiceEvent::ToolStarted { name, .. } => eprintln!("({name}…)"),
         VoiceEvent::ToolFinished { name, state, .. } => eprintln!("({name}: {state})"),
+        VoiceEvent::ConsentAsked { question, .. } => {
+            eprintln!("hark: {} (press Enter and say yes, no or always)", printable(question))
+        }
+        VoiceEvent::ConsentHeard { heard, answer, .. } => match answer {
+            Some(a) => eprintln!("(you said “{}”: {})", printable(heard), a.as_str()),
+            None => eprintln!("(you said “{}”: say yes, no or always)", printable(heard)),
+        },
         VoiceEvent::Failed {
             kind,
             message,
@@ -198,11 +205,13 @@ pub async fn run(args: TalkArgs, db: PathBuf) -> Result<ExitCode> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
     let voice = Voice { stt, tts, out };
-    let opened = args.session.open(&db, &profile).await?;
+    let mic = args.wav.is_empty();
+    // On the microphone, consent questions are put by voice and answered by the next press.
+    let questions = mic.then(VoiceLine::new);
+    let opened = args.session.open(&db, &profile, questions.clone()).await?;
     let (_local, _memory, _tool_servers) = (opened.local, opened.memory, opened.tool_servers);
     let mut chat = opened.session;
     let json = args.session.json;
-    let mic = args.wav.is_empty();
     if json {
         println!("{}", serde_json::json!({"type": "session", "id": chat.id()}));
     }
@@ -227,7 +236,7 @@ pub async fn run(args: TalkArgs, db: PathBuf) -> Result<ExitCode> {
         Ok(())
     };
     if mic {
-        microphone(chat, voice, args.input_device.clone(), tx).await?;
+        microphone(chat, voice, args.input_device.clone(), questions, tx).await?;
     } else {
         if args.live {
             let release = Duration::from_millis(args.release_ms);
@@ -268,6 +277,7 @@ async fn wav_turn(
         Instant::now(),
         voice::Pipeline::default(),
         &CancellationToken::new(),
+        None,
         events,
     )
     .await
@@ -299,6 +309,7 @@ async fn live_turns(
             input: Arc::new(recordings.clone()),
             cues: false,
             pipeline: Default::default(),
+            questions: None,
         },
         tx,
     );
@@ -335,6 +346,7 @@ async fn microphone(
     chat: hark_core::session::ChatSession,
     voice: Voice,
     input: Option<String>,
+    questions: Option<Arc<VoiceLine>>,
     events: mpsc::UnboundedSender<VoiceEvent>,
 ) -> Result<()> {
     eprintln!("press Enter to talk, Enter again to stop; Enter while Hark speaks interrupts; q + Enter quits");
@@ -347,6 +359,7 @@ async fn microphone(
             input: Arc::new(Microphone),
             cues: false,
             pipeline: Default::default(),
+            questions,
         },
         events,
     );

@@ -422,6 +422,7 @@ async fn conversation(config: Config, server: &LocalLlm, voice: &Voice, clips: &
             input: Arc::new(recordings.clone()),
             cues: false,
             pipeline: config.pipeline,
+            questions: None,
         },
         tx,
     );

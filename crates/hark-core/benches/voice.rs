@@ -166,7 +166,7 @@ fn main() {
                 tokio::time::sleep(Duration::from_millis(30)).await;
                 c.cancel();
             });
-            respond(&mut chat, &voice, &u, &cut, &tx).await.expect("turn");
+            respond(&mut chat, &voice, &u, &cut, None, &tx).await.expect("turn");
             watch.abort();
             let first = out.first_sample_at().expect("audio came out");
             added.push((first - released_at).as_secs_f64() * 1e3 - injected);

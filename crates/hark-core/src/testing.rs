@@ -26,6 +26,8 @@ pub enum Reply {
     Panic(String),
     /// Fails with this error before streaming anything.
     Fail(ErrorKind, String),
+    /// Calls one tool (id `call-1`) and says nothing.
+    Call { name: String, arguments: String },
 }
 
 impl Reply {
@@ -99,6 +101,18 @@ impl ChatModel for ScriptedModel {
             Reply::Text { text, delay } => (text, delay),
             Reply::Panic(what) => panic!("{what}"),
             Reply::Fail(kind, message) => return Err(ProviderError::new("scripted", kind, message)),
+            Reply::Call { name, arguments } => {
+                return Ok(Completion {
+                    tool_calls: vec![crate::conversation::ToolCall {
+                        id: "call-1".into(),
+                        name,
+                        arguments,
+                        client_side: true,
+                    }],
+                    stop_reason: Some("tool_calls".into()),
+                    ..Default::default()
+                })
+            }
         };
         let mut unfinished = Unfinished(Some(self.abandoned.clone()));
         let mut sent = String::new();

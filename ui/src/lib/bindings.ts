@@ -1471,6 +1471,16 @@ export type VoiceEvent =
  */
 { type: "tool_finished"; id: string; name: string; state: string; content: string } | 
 /**
+ * A tool set to *ask* wants to run: the question is spoken, and the next press of the
+ * key answers it (instead of interrupting).
+ */
+{ type: "consent_asked"; id: string; question: string } | 
+/**
+ * What was said in answer to question `id`. `answer` is `None` when it had none of
+ * the words (the question is asked again) or the question was settled meanwhile.
+ */
+{ type: "consent_heard"; id: string; heard: string; answer: Answer | null } | 
+/**
  * Barge-in: what was heard of the reply and what had been generated.
  */
 { type: "reply_interrupted"; heard: string; generated: string; heard_ms: number } | { type: "turn_finished"; reply: string; metrics: TurnMetrics } | 

@@ -187,6 +187,19 @@ function onVoice(e: VoiceEvent): void {
         detail: e.detail,
       });
       break;
+    case "consent_heard": {
+      // The answer to a consent question, said aloud: shown, never sent to the model.
+      const l = find(app.interimId) ?? line("user", "");
+      l.text = e.heard;
+      l.interim = false;
+      l.tag =
+        e.answer === null
+          ? "not an answer — say “yes”, “no” or “always”"
+          : { yes: "allowed once", always: "always allowed", no: "not allowed" }[e.answer];
+      app.interimId = null;
+      app.level = 0;
+      break;
+    }
     case "practice_heard":
       app.practiceHeard = e.transcript;
       break;

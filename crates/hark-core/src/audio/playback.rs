@@ -207,6 +207,14 @@ pub trait AudioOut: Send + Sync {
     fn cue(&self, samples: Vec<f32>, rate: u32) {
         let _ = (samples, rate);
     }
+    /// Says something aside from the reply (a consent question): queued after earlier
+    /// asides, not counted as reply audio, not cut by a flush; [`AudioOut::hush`] stops it.
+    fn aside(&self, samples: Vec<f32>, rate: u32) {
+        self.cue(samples, rate)
+    }
+    /// Stops what is being said aside (the question was answered, or the user pressed the
+    /// key to answer it: the microphone must not hear the question).
+    fn hush(&self) {}
 
     /// Starts a sentence; returns its index for `push` and `end_sentence`.
     fn begin_sentence(&self, text: &str) -> usize {
@@ -274,6 +282,9 @@ pub struct Speaker {
     /// The cues' own player on the same device, so a cue never mixes into the reply's
     /// bookkeeping or is flushed with it.
     cues: rodio::Player,
+    /// What is said aside from the reply (consent questions): its own player, so a hush
+    /// stops it alone.
+    asides: rodio::Player,
     /// The device's name, for messages.
     name: String,
     tracker: Arc<Tracker>,
@@ -334,9 +345,11 @@ impl Speaker {
         })??;
         let player = rodio::Player::connect_new(&mixer);
         let cues = rodio::Player::connect_new(&mixer);
+        let asides = rodio::Player::connect_new(&mixer);
         Ok(Self {
             player,
             cues,
+            asides,
             name,
             tracker: Arc::new(Tracker::default()),
             _keepalive: keep_tx,
@@ -394,6 +407,18 @@ impl AudioOut for Speaker {
             self.cues
                 .append(rodio::buffer::SamplesBuffer::new(NonZero::<u16>::MIN, rate, samples));
         }
+    }
+
+    fn aside(&self, samples: Vec<f32>, rate: u32) {
+        if let Some(rate) = NonZero::new(rate) {
+            self.asides
+                .append(rodio::buffer::SamplesBuffer::new(NonZero::<u16>::MIN, rate, samples));
+        }
+    }
+
+    fn hush(&self) {
+        self.asides.clear();
+        self.asides.play();
     }
 }
 

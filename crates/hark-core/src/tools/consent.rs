@@ -79,6 +79,14 @@ pub enum Answer {
 }
 
 impl Answer {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Answer::Yes => "yes",
+            Answer::No => "no",
+            Answer::Always => "always",
+        }
+    }
+
     /// An answer in the user's words ("yes", "no", "always", "sure", "don't"), or `None`.
     pub fn from_words(text: &str) -> Option<Answer> {
         let t = text.trim().to_lowercase();

@@ -18,6 +18,9 @@ pub struct ClockOut {
     queue: Arc<Mutex<std::collections::VecDeque<Queued>>>,
     /// Stops the clock thread when the output is dropped.
     alive: Arc<AtomicBool>,
+    /// Milliseconds said aside so far, and how many hushes (for tests: asides are not
+    /// played on the clock).
+    asides: Mutex<(u64, usize)>,
 }
 
 impl Default for ClockOut {
@@ -35,6 +38,7 @@ impl ClockOut {
             tracker: Arc::new(Tracker::default()),
             queue: Arc::new(Mutex::new(std::collections::VecDeque::new())),
             alive: Arc::new(AtomicBool::new(true)),
+            asides: Mutex::default(),
         };
         let (tracker, queue, alive) = (out.tracker.clone(), out.queue.clone(), out.alive.clone());
         std::thread::spawn(move || {
@@ -69,6 +73,16 @@ impl ClockOut {
             }
         });
         out
+    }
+
+    /// Milliseconds of audio said aside so far.
+    pub fn aside_ms(&self) -> u64 {
+        self.asides.lock().unwrap_or_else(|p| p.into_inner()).0
+    }
+
+    /// How many times what was said aside was hushed.
+    pub fn hushes(&self) -> usize {
+        self.asides.lock().unwrap_or_else(|p| p.into_inner()).1
     }
 }
 
@@ -106,6 +120,14 @@ impl AudioOut for ClockOut {
     }
     fn is_idle(&self) -> bool {
         self.queue.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
+    }
+    fn aside(&self, samples: Vec<f32>, rate: u32) {
+        if rate > 0 {
+            self.asides.lock().unwrap_or_else(|p| p.into_inner()).0 += samples.len() as u64 * 1000 / u64::from(rate);
+        }
+    }
+    fn hush(&self) {
+        self.asides.lock().unwrap_or_else(|p| p.into_inner()).1 += 1;
     }
 }
 

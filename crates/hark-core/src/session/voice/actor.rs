@@ -3,6 +3,7 @@
 //! can race. Callers hold a cheap [`VoiceHandle`] (a bounded channel, with `oneshot`
 //! replies where a caller wants the outcome), as in mini-redis's clients.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -10,6 +11,7 @@ use tokio::sync::{mpsc, oneshot, watch, Notify};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::ask::{say_aside, Aside, Question, VoiceLine, SAY_AGAIN};
 use super::{answer, Pipeline, Voice, VoiceEvent};
 use crate::audio::cue;
 use crate::audio::input::{AudioInput, InputStream, Recordings};
@@ -19,6 +21,7 @@ use crate::audio::AudioError;
 use crate::session::ptt::{check_utterance, decide, Action, Key, KeyState, Phase, PttMode};
 use crate::session::{ChatSession, Prefiller, TurnError};
 use crate::stt::LiveTranscription;
+use crate::tools::consent::Answer;
 
 /// A change to the conversation (reset, `max_turns`, system prompt), run by the actor when
 /// it holds the conversation: at once when idle, after the turn in flight otherwise.
@@ -157,6 +160,9 @@ pub struct ActorOptions {
     pub cues: bool,
     /// How turns are scheduled.
     pub pipeline: Pipeline,
+    /// Where consent questions come from (the tool servers' `SpokenAsker`); `None`: no
+    /// question is put by voice.
+    pub questions: Option<Arc<VoiceLine>>,
 }
 
 /// Starts the voice session actor.
@@ -181,12 +187,25 @@ type Captured = (Vec<f32>, Option<String>);
 struct Listening {
     stop: CancellationToken,
     pump: JoinHandle<Result<Captured, TurnError>>,
+    /// The consent question this capture answers (a press while one waits), if any.
+    answering: Option<String>,
 }
 
-/// A turn in progress: the task (which owns the conversation meanwhile) and its barge-in token.
+/// A turn in progress: the task (which owns the conversation meanwhile), its barge-in
+/// token, and what its speaking task should say aside (consent questions).
 struct Turn {
     cancel: CancellationToken,
     task: JoinHandle<ChatSession>,
+    asides: mpsc::UnboundedSender<Aside>,
+}
+
+/// Consent questions waiting for the user, in the order asked; the first is the one put
+/// (spoken, and answered by the next press).
+#[derive(Default)]
+struct Questions {
+    waiting: VecDeque<Question>,
+    /// Cancelled when the first is settled or answered: what is said of it stops.
+    said: Option<CancellationToken>,
 }
 
 async fn actor(
@@ -204,6 +223,8 @@ async fn actor(
     let mut listening: Option<Listening> = None;
     let mut turn: Option<Turn> = None;
     let mut practice = false;
+    let mut line = options.questions.as_ref().map(|l| l.attach());
+    let mut questions = Questions::default();
     loop {
         let phase = match (&listening, &turn) {
             (Some(_), _) => Phase::Listening,
@@ -231,7 +252,19 @@ async fn actor(
                     }
                     Some(Command::Key(k)) => k,
                 };
-                match decide(options.mode, phase, &mut key, k) {
+                let action = decide(options.mode, phase, &mut key, k);
+                // A press while a consent question waits answers it: nothing is interrupted.
+                if matches!(action, Action::BargeIn | Action::StartListening) {
+                    if let Some(id) = questions.waiting.front().map(|q| q.request.id.clone()) {
+                        questions.hush(&voice);
+                        listening = start_listening(&voice, &options, &events, None);
+                        if let Some(l) = listening.as_mut() {
+                            l.answering = Some(id);
+                        }
+                        continue;
+                    }
+                }
+                match action {
                     Action::Nothing => {}
                     Action::BargeIn => {
                         if let Some(t) = &turn {
@@ -259,6 +292,14 @@ async fn actor(
                         l.stop.cancel();
                         if options.cues {
                             voice.out.cue(cue::stop(), cue::RATE);
+                        }
+                        if let Some(id) = l.answering {
+                            let heard = heard_answer(&voice, l.pump.await).await;
+                            questions.answer(&id, &heard, &voice, turn.as_ref(), &events);
+                            if turn.is_none() && questions.waiting.is_empty() {
+                                let _ = events.send(VoiceEvent::Idle);
+                            }
+                            continue;
                         }
                         let Some(captured) = captured(l.pump.await, &events, turn.is_none()) else {
                             continue;
@@ -290,6 +331,21 @@ async fn actor(
                     }
                 }
                 if turn.is_none() {
+                    let _ = events.send(VoiceEvent::Idle);
+                }
+            }
+            // A consent question from a tool waiting to run.
+            q = async { line.as_mut().expect("guarded").recv().await }, if line.is_some() => {
+                match q {
+                    Some(q) => questions.arrived(q, &voice, turn.as_ref(), &events),
+                    None => line = None,
+                }
+            }
+            // The first question was settled elsewhere (the window, the time limit).
+            _ = async { questions.waiting.front_mut().expect("guarded").withdrawn().await }, if !questions.waiting.is_empty() => {
+                questions.waiting.pop_front();
+                questions.next(&voice, turn.as_ref(), &events);
+                if turn.is_none() && listening.is_none() && questions.waiting.is_empty() {
                     let _ = events.send(VoiceEvent::Idle);
                 }
             }
@@ -430,7 +486,11 @@ fn start_listening(
         stop.clone(),
         events.clone(),
     ));
-    Some(Listening { stop, pump })
+    Some(Listening {
+        stop,
+        pump,
+        answering: None,
+    })
 }
 
 /// Moves captured audio to the live transcriber (if any) and collects it, until stopped
@@ -714,6 +774,121 @@ fn start_practice(
     Turn {
         cancel: CancellationToken::new(),
         task,
+        // Practice makes no model turn, so no tool asks anything during it.
+        asides: mpsc::unbounded_channel().0,
+    }
+}
+
+impl Questions {
+    /// A new question: put at once if none waits, else after those before it.
+    fn arrived(&mut self, q: Question, voice: &Voice, turn: Option<&Turn>, events: &mpsc::UnboundedSender<VoiceEvent>) {
+        self.waiting.push_back(q);
+        if self.waiting.len() == 1 {
+            self.put(voice, turn, events);
+        }
+    }
+
+    /// The first question was settled: stop saying it, and put the next one still waited
+    /// for (those settled meanwhile are dropped).
+    fn next(&mut self, voice: &Voice, turn: Option<&Turn>, events: &mpsc::UnboundedSender<VoiceEvent>) {
+        self.hush(voice);
+        while self.waiting.front().is_some_and(|q| q.is_settled()) {
+            self.waiting.pop_front();
+        }
+        if !self.waiting.is_empty() {
+            self.put(voice, turn, events);
+        }
+    }
+
+    /// Shows and says the first question.
+    fn put(&mut self, voice: &Voice, turn: Option<&Turn>, events: &mpsc::UnboundedSender<VoiceEvent>) {
+        let Some(q) = self.waiting.front() else { return };
+        let question = q.request.question();
+        let _ = events.send(VoiceEvent::ConsentAsked {
+            id: q.request.id.clone(),
+            question: question.clone(),
+        });
+        self.say(voice, turn, question);
+    }
+
+    /// Says `text` aside: through the turn's speaking task while a turn runs (so it comes
+    /// after the words said before the call), else on its own.
+    fn say(&mut self, voice: &Voice, turn: Option<&Turn>, text: String) {
+        let settled = CancellationToken::new();
+        self.said = Some(settled.clone());
+        let aside = Aside { text, settled };
+        let unsaid = match turn {
+            Some(t) => t.asides.send(aside).err().map(|e| e.0),
+            None => Some(aside),
+        };
+        if let Some(aside) = unsaid {
+            let (tts, out) = (voice.tts.clone(), voice.out.clone());
+            tokio::spawn(async move { say_aside(tts.as_ref(), out.as_ref(), aside).await });
+        }
+    }
+
+    /// Stops saying the question (it was settled, or the user pressed to answer it: the
+    /// microphone must not hear it).
+    fn hush(&mut self, voice: &Voice) {
+        if let Some(said) = self.said.take() {
+            said.cancel();
+            voice.out.hush();
+        }
+    }
+
+    /// What the user said in answer to question `id`: settles it when it has one of the
+    /// words; asks again when it has none.
+    fn answer(
+        &mut self,
+        id: &str,
+        heard: &str,
+        voice: &Voice,
+        turn: Option<&Turn>,
+        events: &mpsc::UnboundedSender<VoiceEvent>,
+    ) {
+        let asked = self.waiting.front().is_some_and(|q| q.request.id == id);
+        let answer = Answer::from_words(heard).filter(|_| asked);
+        let _ = events.send(VoiceEvent::ConsentHeard {
+            id: id.to_string(),
+            heard: heard.to_string(),
+            answer,
+        });
+        match answer {
+            Some(a) => {
+                if let Some(q) = self.waiting.pop_front() {
+                    q.answer(a);
+                }
+                self.next(voice, turn, events);
+            }
+            None if asked => self.say(voice, turn, SAY_AGAIN.to_string()),
+            None => {}
+        }
+    }
+}
+
+/// The transcript of an answer to a consent question ("" when nothing was heard: it is
+/// asked again).
+async fn heard_answer(voice: &Voice, pumped: Result<Result<Captured, TurnError>, tokio::task::JoinError>) -> String {
+    let (samples, live) = match pumped {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => {
+            tracing::warn!("the answer to a consent question was not heard: {e}");
+            return String::new();
+        }
+        Err(_) => return String::new(),
+    };
+    if let Some(t) = live {
+        return t.trim().to_string();
+    }
+    if check_utterance(&samples).is_err() {
+        return String::new();
+    }
+    match super::transcribe(voice.stt.as_ref(), &samples).await {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::warn!("the answer to a consent question could not be transcribed: {e}");
+            String::new()
+        }
     }
 }
 
@@ -727,6 +902,7 @@ fn start_turn(
 ) -> Turn {
     let cancel = CancellationToken::new();
     let c = cancel.clone();
+    let (asides, asides_rx) = mpsc::unbounded_channel();
     let task = tokio::spawn(async move {
         if let Err(e) = answer(
             &mut chat,
@@ -736,6 +912,7 @@ fn start_turn(
             released_at,
             pipeline,
             &c,
+            Some(asides_rx),
             &events,
         )
         .await
@@ -744,7 +921,7 @@ fn start_turn(
         }
         chat
     });
-    Turn { cancel, task }
+    Turn { cancel, task, asides }
 }
 
 #[cfg(test)]

@@ -12,8 +12,11 @@
 //!   key presses, capture ends, turn completions and edits reach it through a
 //!   [`VoiceHandle`] and are handled in order. [`play_live`] holds the key for a
 //!   recording played as live speech.
+//! - `ask`: consent questions put by voice ([`SpokenAsker`]): spoken aside from the reply,
+//!   answered by the next press ("yes", "no", "always").
 
 mod actor;
+mod ask;
 mod turn;
 
 use std::sync::Arc;
@@ -21,6 +24,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 pub use actor::{play_live, spawn, ActorOptions, ChatEdit, VoiceHandle, VoiceSession, VoiceStopped};
+pub use ask::{say_aside, Aside, SpokenAsker, VoiceLine, SAY_AGAIN};
 pub use turn::{answer, respond, transcribe, Spoken, Utterance};
 
 use super::{ChatSession, TurnError};
@@ -29,6 +33,7 @@ use crate::conversation::PanelView;
 use crate::error::ErrorKind;
 use crate::session::ptt::NoTurn;
 use crate::stt::Transcriber;
+use crate::tools::consent::Answer;
 use crate::tts::Synthesizer;
 
 /// How a spoken turn is scheduled (issue 12).
@@ -122,6 +127,19 @@ pub enum VoiceEvent {
         name: String,
         state: String,
         content: String,
+    },
+    /// A tool set to *ask* wants to run: the question is spoken, and the next press of the
+    /// key answers it (instead of interrupting).
+    ConsentAsked {
+        id: String,
+        question: String,
+    },
+    /// What was said in answer to question `id`. `answer` is `None` when it had none of
+    /// the words (the question is asked again) or the question was settled meanwhile.
+    ConsentHeard {
+        id: String,
+        heard: String,
+        answer: Option<Answer>,
     },
     /// Barge-in: what was heard of the reply and what had been generated.
     ReplyInterrupted {

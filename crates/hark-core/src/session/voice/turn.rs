@@ -11,6 +11,7 @@ use futures_util::FutureExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::ask::{say_aside, Aside};
 use super::{TurnMetrics, Voice, VoiceEvent};
 use crate::audio::playback::{AudioOut, Heard};
 use crate::audio::AudioError;
@@ -59,17 +60,32 @@ struct Timing {
     first_byte: Option<Instant>,
 }
 
-/// Speaks sentences as they arrive: synthesise, queue for playback, next.
+/// Speaks sentences as they arrive: synthesise, queue for playback, next. Something to
+/// say aside (a consent question, asked while a tool waits) is said in its turn, after the
+/// sentences queued before it have played.
 async fn speak(
     tts: Arc<dyn Synthesizer>,
     out: Arc<dyn AudioOut>,
     mut sentences: mpsc::UnboundedReceiver<String>,
+    mut asides: Option<mpsc::UnboundedReceiver<Aside>>,
     timing: Arc<Mutex<Timing>>,
     events: mpsc::UnboundedSender<VoiceEvent>,
 ) -> Result<(), ProviderError> {
     let mut started = false;
     let lookahead = tts.lookahead_ms();
-    while let Some(sentence) = sentences.recv().await {
+    loop {
+        // Biased: a sentence queued before a question was put is said before it.
+        let sentence = tokio::select! {
+            biased;
+            s = sentences.recv() => match s {
+                Some(s) => s,
+                None => break,
+            },
+            Some(aside) = async { asides.as_mut()?.recv().await } => {
+                say_aside(tts.as_ref(), out.as_ref(), aside).await;
+                continue;
+            }
+        };
         // Stay the voice's lookahead ahead of playback, no more (a second for a cloud voice:
         // synthesis is faster than speech, and audio synthesised past a barge-in is paid for
         // and never heard). The wait is computed from what is queued, not polled.
@@ -111,12 +127,14 @@ async fn speak(
     Ok(())
 }
 
-/// Answers a transcript aloud. Cancelling `barge_in` interrupts it at any point.
+/// Answers a transcript aloud. Cancelling `barge_in` interrupts it at any point. What
+/// arrives on `asides` while the reply is made (consent questions) is said in its turn.
 pub async fn respond(
     chat: &mut ChatSession,
     voice: &Voice,
     utterance: &Utterance,
     barge_in: &CancellationToken,
+    asides: Option<mpsc::UnboundedReceiver<Aside>>,
     events: &mpsc::UnboundedSender<VoiceEvent>,
 ) -> Result<Spoken, TurnError> {
     voice.out.start_reply();
@@ -126,6 +144,7 @@ pub async fn respond(
         voice.tts.clone(),
         voice.out.clone(),
         sentence_rx,
+        asides,
         timing.clone(),
         events.clone(),
     ));
@@ -309,8 +328,8 @@ async fn played_out(out: &dyn AudioOut, barge_in: &CancellationToken) -> Result<
 }
 
 /// Answers captured audio aloud: the final transcript (from the live session, or by
-/// transcribing the samples), then [`respond`]. `Ok(None)` when no words were heard (a
-/// `NoTurn` event says so).
+/// transcribing the samples), then [`respond`] (with `asides`, said in their turn).
+/// `Ok(None)` when no words were heard (a `NoTurn` event says so).
 ///
 /// A panic anywhere in the turn fails this turn only: the error says so, playback stops,
 /// and the conversation is reloaded from the store, which holds everything committed (the
@@ -324,6 +343,7 @@ pub async fn answer(
     released_at: Instant,
     pipeline: super::Pipeline,
     barge_in: &CancellationToken,
+    asides: Option<mpsc::UnboundedReceiver<Aside>>,
     events: &mpsc::UnboundedSender<VoiceEvent>,
 ) -> Result<Option<Spoken>, TurnError> {
     // AssertUnwindSafe: after a panic nothing of the turn's state is used again; the
@@ -336,6 +356,7 @@ pub async fn answer(
         released_at,
         pipeline,
         barge_in,
+        asides,
         events,
     ))
     .catch_unwind()
@@ -366,6 +387,7 @@ async fn answer_unguarded(
     released_at: Instant,
     pipeline: super::Pipeline,
     barge_in: &CancellationToken,
+    asides: Option<mpsc::UnboundedReceiver<Aside>>,
     events: &mpsc::UnboundedSender<VoiceEvent>,
 ) -> Result<Option<Spoken>, TurnError> {
     let transcript = match live_transcript {
@@ -387,7 +409,7 @@ async fn answer_unguarded(
         transcript_at: Instant::now(),
         pipeline,
     };
-    respond(chat, voice, &u, barge_in, events).await.map(Some)
+    respond(chat, voice, &u, barge_in, asides, events).await.map(Some)
 }
 
 #[cfg(test)]
@@ -466,6 +488,7 @@ mod tests {
                 tts.clone(),
                 Arc::new(Backlog::default()),
                 rx,
+                None,
                 Arc::new(Mutex::new(Timing::default())),
                 events,
             ));

@@ -12,9 +12,11 @@ use crate::audio::playback::{AudioOut, ClockOut, Heard, Tracker};
 use crate::audio::silence::PAUSE_MS;
 use crate::conversation::{HistorySettings, MessageKind, Prompt, PromptMessage};
 use crate::error::ErrorKind;
+use crate::session::voice::VoiceLine;
 use crate::session::voice::{respond, Utterance};
 use crate::store::Store;
 use crate::testing::{speech_samples, Reply, ScriptedModel, ScriptedStt, ToneTts};
+use crate::tools::Toolbox;
 
 struct Rig {
     session: VoiceSession,
@@ -22,22 +24,30 @@ struct Rig {
     mic: Scripted,
     events: mpsc::UnboundedReceiver<VoiceEvent>,
     store: Arc<Store>,
+    out: Arc<ClockOut>,
 }
 
 fn rig(transcripts: &[&str]) -> Rig {
+    rig_with(transcripts, Toolbox::none(), None)
+}
+
+/// A rig whose session offers `tools` and puts consent questions from `questions`.
+fn rig_with(transcripts: &[&str], tools: Toolbox, questions: Option<Arc<VoiceLine>>) -> Rig {
     let store = Arc::new(Store::open_in_memory().unwrap());
     let model = ScriptedModel::new();
-    let chat = ChatSession::create(
+    let mut chat = ChatSession::create(
         store.clone(),
         Box::new(model.clone()),
         "Be brief.",
         HistorySettings::default(),
     )
     .unwrap();
+    chat.set_tools(tools);
+    let out = Arc::new(ClockOut::new());
     let voice = Voice {
         stt: Arc::new(ScriptedStt::new(transcripts)),
         tts: Arc::new(ToneTts { ms_per_char: 1 }),
-        out: Arc::new(ClockOut::new()),
+        out: out.clone(),
     };
     let mic = Scripted::new();
     let (tx, events) = mpsc::unbounded_channel();
@@ -47,6 +57,7 @@ fn rig(transcripts: &[&str]) -> Rig {
         input: Arc::new(mic.clone()),
         cues: false,
         pipeline: Default::default(),
+        questions,
     };
     Rig {
         session: spawn(chat, voice, options, tx),
@@ -54,6 +65,7 @@ fn rig(transcripts: &[&str]) -> Rig {
         mic,
         events,
         store,
+        out,
     }
 }
 
@@ -85,6 +97,8 @@ async fn say(r: &mut Rig, ms: u32) {
     tokio::time::sleep(Duration::from_millis(ms as u64 + 60)).await;
     r.session.handle().key(Key::Release).unwrap();
 }
+
+mod consent;
 
 /// Issue 9: a panic in one turn (here in the model) used to kill the voice actor and lose
 /// the conversation; now that turn fails with an event and the next press works.
@@ -230,7 +244,7 @@ async fn a_stalled_speaker_fails_the_turn_instead_of_waiting_forever() {
         pipeline: Default::default(),
     };
     let started = tokio::time::Instant::now();
-    let e = respond(&mut chat, &voice, &u, &CancellationToken::new(), &tx)
+    let e = respond(&mut chat, &voice, &u, &CancellationToken::new(), None, &tx)
         .await
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Speaker, "{e}");
@@ -304,6 +318,7 @@ async fn the_start_cue_is_cut_from_the_utterance() {
             input: Arc::new(mic),
             cues: true,
             pipeline: Default::default(),
+            questions: None,
         },
         tx,
     );
@@ -381,6 +396,7 @@ fn scripted_session(
         input: Arc::new(mic),
         cues: false,
         pipeline,
+        questions: None,
     };
     (spawn(chat, voice, options, tx), events)
 }
@@ -816,6 +832,7 @@ async fn a_recording_played_live_is_heard_whole_then_the_key_comes_up() {
         input: Arc::new(recordings.clone()),
         cues: false,
         pipeline: Default::default(),
+        questions: None,
     };
     let session = spawn(chat, voice, options, tx);
     let said = speech_samples(300);
