@@ -6,6 +6,8 @@
 # `export` lines for the tests:
 #   HARK_TEST_MCP_EVERYTHING  the server-everything program (stdio; `streamableHttp` + PORT for HTTP)
 #   HARK_TEST_MCP_TIME        mcp-server-time
+#   HARK_TEST_MCP_PYTHON      the venv's python, with the official SDK (PyPI `mcp`), for
+#                             tests/mcp/changing_server.py
 # Run again, it reinstalls only what changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,3 +28,4 @@ fi
 
 echo "export HARK_TEST_MCP_EVERYTHING=$dir/npm/node_modules/.bin/mcp-server-everything"
 echo "export HARK_TEST_MCP_TIME=$dir/venv/bin/mcp-server-time"
+echo "export HARK_TEST_MCP_PYTHON=$dir/venv/bin/python"

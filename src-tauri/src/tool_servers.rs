@@ -101,7 +101,7 @@ pub fn setup(app: &AppHandle) {
             return;
         };
         match change {
-            Change::Updated => state.emit(AppEvent::ToolServersChanged),
+            Change::Updated | Change::Listed { .. } => state.emit(AppEvent::ToolServersChanged),
             Change::Fault(e) => {
                 let mut p = CommandError::new(ErrorKind::ToolServer, e.message);
                 p.detail = e.detail;

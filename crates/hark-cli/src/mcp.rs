@@ -12,6 +12,7 @@ use clap::Subcommand;
 use hark_core::secrets::{Keychain, ServerSecret};
 use hark_core::session::voice::{SpokenAsker, VoiceLine};
 use hark_core::tools::consent::{Answer, Asker, Consent, ConsentRequest, Refuse};
+use hark_core::tools::mcp::client::Change;
 use hark_core::tools::mcp::config::{EnvVar, ServerConfig, ToolServers, Transport};
 use hark_core::tools::mcp::{McpTools, ServerView};
 use serde_json::json;
@@ -333,7 +334,21 @@ pub async fn open(json_events: bool, questions: Option<Arc<VoiceLine>>) -> Optio
     } else {
         Arc::new(Refuse)
     };
-    let tools = McpTools::new(file, Some(path), Keychain::default(), asker, Arc::new(|_| {}));
+    // A server that announces a new list of tools (`tools/list_changed`) is said once it is
+    // listed again; in `--json`, as a `tool_server_tools` event.
+    let on_change = Arc::new(move |change: Change| {
+        if let Change::Listed { server, tools } = change {
+            if json_events {
+                println!(
+                    "{}",
+                    json!({"type": "tool_server_tools", "server": server, "tools": tools})
+                );
+            } else {
+                eprintln!("hark: {server} now offers: {}", printable(&tools.join(", ")));
+            }
+        }
+    });
+    let tools = McpTools::new(file, Some(path), Keychain::default(), asker, on_change);
     for (name, e) in tools.start().await {
         if json_events {
             println!(

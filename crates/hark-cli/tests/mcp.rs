@@ -445,6 +445,71 @@ fn a_server_killed_mid_call_gives_an_error_result_and_the_next_call_starts_it_ag
     chat.end();
 }
 
+/// The Python SDK's interpreter from the venv mcp-server-time was installed in.
+fn python() -> String {
+    program("HARK_TEST_MCP_PYTHON")
+}
+
+/// A server whose tools change while Hark runs: `tests/mcp/changing_server.py`, on the
+/// official Python SDK, adds the tool `secret` when `unlock` is called and announces it
+/// with `notifications/tools/list_changed`. Hark lists the tools again, says so, and the
+/// next request offers the new tool, which then runs.
+#[test]
+#[ignore = "needs the MCP servers scripts/mcp-servers.sh installs (run through scripts/test.sh)"]
+fn a_server_that_announces_new_tools_has_them_offered_in_the_next_request() {
+    let home = Home::new();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/mcp/changing_server.py");
+    home.ok(&["mcp", "add", "changing", "--", &python(), script.to_str().unwrap()]);
+    home.ok(&["mcp", "allow", "changing", "unlock", "always"]);
+    let llm = fake(Flavor::OpenAi);
+    llm.push(Behaviour::CallTool {
+        name: "changing__unlock".into(),
+        arguments: "{}".into(),
+    });
+    llm.push(Behaviour::Answer);
+    llm.push(Behaviour::CallTool {
+        name: "changing__secret".into(),
+        arguments: "{}".into(),
+    });
+    let mut chat = Live::start(home.chat(&llm, Flavor::OpenAi));
+    chat.say("Unlock the secret.");
+    let r = chat.next("tool_result");
+    assert_eq!(r["state"], "done", "{r}");
+    assert!(r["content"].as_str().unwrap().contains("unlocked"), "{r}");
+    let listed = chat.next("tool_server_tools");
+    assert_eq!(listed["server"], "changing");
+    assert_eq!(listed["tools"], json!(["unlock", "secret"]), "{listed}");
+    chat.next("reply");
+
+    // *ask* by default, and stdin is piped: the new tool is offered, its call refused.
+    chat.say("What is the secret?");
+    let r = chat.next("tool_result");
+    assert_eq!(r["name"], "changing__secret");
+    assert!(r["content"].as_str().unwrap().contains("did not allow"), "{r}");
+    chat.next("reply");
+    chat.end();
+    let reqs = llm.requests();
+    assert!(
+        !reqs[0].offered_tools().contains(&"changing__secret".to_string()),
+        "not offered before it was announced"
+    );
+    assert!(
+        reqs[2].offered_tools().contains(&"changing__secret".to_string()),
+        "offered after: {:?}",
+        reqs[2].offered_tools()
+    );
+    // A new start of the server lists only what it starts with.
+    let o = home
+        .hark()
+        .args(["mcp", "allow", "changing", "secret", "always"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("has no tool \"secret\" (it has: unlock)"), "{err}");
+}
+
 #[test]
 #[ignore = "needs the MCP servers scripts/mcp-servers.sh installs (run through scripts/test.sh)"]
 fn a_hung_call_times_out_and_an_oversized_result_is_capped() {

@@ -86,6 +86,9 @@ impl std::fmt::Display for ServerError {
 pub enum Change {
     /// Its state or its tools changed (the window refreshes its list).
     Updated,
+    /// It announced a new list of tools (`notifications/tools/list_changed`), now listed
+    /// again: the next request offers these.
+    Listed { server: String, tools: Vec<String> },
     /// It failed to start, stopped, hung or answered garbage: a banner, with its words.
     Fault(ServerError),
 }
@@ -95,6 +98,7 @@ pub type OnChange = Arc<dyn Fn(Change) + Send + Sync>;
 
 /// What rmcp calls back: the server's announcements.
 struct Handler {
+    server: String,
     tools: Arc<RwLock<Vec<McpToolInfo>>>,
     on_change: OnChange,
     list_timeout: Duration,
@@ -113,8 +117,12 @@ impl ClientHandler for Handler {
 
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
         if let Ok(Ok(tools)) = tokio::time::timeout(self.list_timeout, context.peer.list_all_tools()).await {
+            let names = tools.iter().map(|t| t.name.to_string()).collect();
             *self.tools.write().unwrap_or_else(|e| e.into_inner()) = tools;
-            (self.on_change)(Change::Updated);
+            (self.on_change)(Change::Listed {
+                server: self.server.clone(),
+                tools: names,
+            });
         }
     }
 }
@@ -235,6 +243,7 @@ impl Server {
             detail: Some(what),
         };
         let handler = Handler {
+            server: name.clone(),
             tools: self.tools.clone(),
             on_change: self.on_change.clone(),
             list_timeout: self.limits.start_timeout,
