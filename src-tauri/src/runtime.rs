@@ -61,6 +61,7 @@ fn describe(models: &[ModelSpec]) -> String {
             ModelKind::Stt => "speech",
             ModelKind::Tts | ModelKind::Runtime => "voice",
             ModelKind::Embed => "memory",
+            ModelKind::Vad => "hands-free",
         })
         .fold(Vec::new(), |mut kinds, k| {
             if !kinds.contains(&k) {

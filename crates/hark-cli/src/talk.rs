@@ -14,10 +14,12 @@ use clap::Args;
 use hark_core::assembly::Profile;
 use hark_core::audio::input::{Microphone, Recordings};
 use hark_core::audio::playback::{AudioOut, Speaker, WavOut};
+use hark_core::audio::vad::{self, GateSettings, Silero};
 use hark_core::audio::{list_devices, wav};
-use hark_core::models::Manifest;
+use hark_core::models::{Manifest, ModelStore};
 use hark_core::secrets::Keychain;
 use hark_core::session::ptt::{check_utterance, Key, PttMode};
+use hark_core::session::voice::hands_free::{self, HandsFreeOptions};
 use hark_core::session::voice::{self, ActorOptions, Voice, VoiceEvent, VoiceLine};
 use hark_core::stt::SttKind;
 use hark_core::tts::TtsKind;
@@ -73,6 +75,19 @@ pub struct TalkArgs {
     /// List audio devices and exit.
     #[arg(long)]
     list_devices: bool,
+    /// Hands-free conversation on the microphone: no key. Hark hears when you start and
+    /// stop speaking (Silero VAD, offline; fetched on first use) and answers; speaking
+    /// while it speaks interrupts it (echo cancellation keeps it from hearing itself).
+    /// q + Enter (or the end of the input) quits.
+    #[arg(long, conflicts_with = "wav")]
+    hands_free: bool,
+    /// With --hands-free: milliseconds of silence after speech that end your turn.
+    #[arg(long, default_value_t = 800, requires = "hands_free")]
+    patience_ms: u32,
+    /// With --hands-free: no echo cancellation, so Hark does not listen while it speaks
+    /// (half-duplex; a voice cannot interrupt it).
+    #[arg(long, requires = "hands_free")]
+    no_echo_cancellation: bool,
 }
 
 impl TalkArgs {
@@ -119,8 +134,8 @@ async fn ensure_speech_model(profile: &Profile) -> Result<()> {
 }
 
 /// Prints voice events: JSON lines, or a readable transcript (`mic`: listening to the
-/// microphone, which Enter stops).
-fn print_event(json: bool, mic: bool, e: &VoiceEvent) {
+/// microphone, which Enter stops; `hands_free`: which the voice activity detector stops).
+fn print_event(json: bool, mic: bool, hands_free: bool, e: &VoiceEvent) {
     if json {
         // The history panel's view is for the desktop app; the CLI has /history.
         if matches!(e, VoiceEvent::ContextChanged { .. }) {
@@ -133,7 +148,9 @@ fn print_event(json: bool, mic: bool, e: &VoiceEvent) {
     }
     let mut err = std::io::stderr();
     match e {
+        VoiceEvent::ListeningStarted { .. } if hands_free => {}
         VoiceEvent::ListeningStarted { device } if mic => eprintln!("(listening on {device}… press Enter to stop)"),
+        VoiceEvent::SpeechStarted => eprintln!("(you are speaking…)"),
         VoiceEvent::ListeningStarted { device } => eprintln!("(playing {} as live speech…)", printable(device)),
         VoiceEvent::TranscriptInterim { text } => {
             let _ = write!(err, "\r… {}", printable(text));
@@ -173,6 +190,7 @@ fn print_event(json: bool, mic: bool, e: &VoiceEvent) {
             }
         }
         VoiceEvent::ThinkingStarted
+        | VoiceEvent::SpeechEnded
         | VoiceEvent::SpeakingStarted
         | VoiceEvent::PracticeHeard { .. }
         | VoiceEvent::Idle
@@ -212,6 +230,7 @@ pub async fn run(args: TalkArgs, db: PathBuf) -> Result<ExitCode> {
     let (_local, _memory, _tool_servers) = (opened.local, opened.memory, opened.tool_servers);
     let mut chat = opened.session;
     let json = args.session.json;
+    let hands_free = args.hands_free;
     if json {
         println!("{}", serde_json::json!({"type": "session", "id": chat.id()}));
     }
@@ -220,7 +239,7 @@ pub async fn run(args: TalkArgs, db: PathBuf) -> Result<ExitCode> {
         let mut failed = false;
         while let Some(e) = rx.recv().await {
             failed |= matches!(e, VoiceEvent::Failed { .. });
-            print_event(json, mic, &e);
+            print_event(json, mic, hands_free, &e);
         }
         failed
     });
@@ -235,7 +254,18 @@ pub async fn run(args: TalkArgs, db: PathBuf) -> Result<ExitCode> {
         }
         Ok(())
     };
-    if mic {
+    if hands_free {
+        let vad = load_vad(&profile).await?;
+        let gate = GateSettings {
+            patience_ms: args.patience_ms,
+            ..GateSettings::default()
+        };
+        let options = HandsFreeOptions {
+            gate,
+            echo_cancellation: !args.no_echo_cancellation,
+        };
+        listen_hands_free(chat, voice, args.input_device.clone(), questions, vad, options, tx).await?;
+    } else if mic {
         microphone(chat, voice, args.input_device.clone(), questions, tx).await?;
     } else {
         if args.live {
@@ -339,6 +369,61 @@ async fn live_turns(
         after_turn(n + 1)?;
     }
     session.shutdown().await.context("the voice session ended abnormally")
+}
+
+/// Silero VAD, fetched on first use.
+async fn load_vad(profile: &Profile) -> Result<Silero> {
+    let manifest = Manifest::load()?;
+    for spec in manifest.with_requirements(vad::MODEL_ID)? {
+        crate::models::ensure(spec, "hands-free listening runs offline").await?;
+    }
+    let files = profile.vad_files(&manifest, &ModelStore::default_dir())?;
+    Ok(Silero::load(&files)?)
+}
+
+/// Hands-free on the microphone: the voice activity detector is the key; q + Enter quits.
+async fn listen_hands_free(
+    chat: hark_core::session::ChatSession,
+    voice: Voice,
+    input: Option<String>,
+    questions: Option<Arc<VoiceLine>>,
+    vad: Silero,
+    options: HandsFreeOptions,
+    events: mpsc::UnboundedSender<VoiceEvent>,
+) -> Result<()> {
+    let session = hands_free::spawn(
+        chat,
+        voice,
+        ActorOptions {
+            mode: PttMode::Hold,
+            input_device: input,
+            input: Arc::new(Microphone),
+            cues: false,
+            pipeline: Default::default(),
+            questions,
+        },
+        Box::new(vad),
+        options,
+        events,
+    )?;
+    eprintln!(
+        "(listening hands-free on {}: just speak; {}; q + Enter quits)",
+        printable(&session.device()),
+        if session.full_duplex() {
+            "speak over Hark to interrupt it"
+        } else {
+            "half-duplex: Hark does not listen while it speaks"
+        }
+    );
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    // q + Enter, or the end of the input, quits.
+    while let Some(line) = lines.next_line().await? {
+        if line.trim() == "q" {
+            break;
+        }
+    }
+    session.shutdown().await.context("the voice session ended abnormally")?;
+    Ok(())
 }
 
 /// The microphone, with Enter as the push-to-talk key (toggle mode).

@@ -265,3 +265,93 @@ fn no_audio_devices_is_a_named_one_line_error() {
         "names the device and, in brackets, what the audio library said: {err}"
     );
 }
+
+/// Issue 23: `hark talk --hands-free --json` on the virtual microphone, which hears the
+/// virtual speaker (scripts/virtual-audio.sh, started by scripts/test.sh). A question
+/// played into the room, with no key pressed, is heard (`speech_started`, `speech_ended`),
+/// answered and spoken into the same room; the reply starts no turn of its own; q quits.
+#[test]
+#[ignore = "needs virtual audio devices, Silero VAD and the whisper model (scripts/test.sh)"]
+fn hands_free_hears_a_question_played_into_the_room_and_answers_it_once() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    assert!(
+        std::env::var_os("PULSE_SERVER").is_some(),
+        "no PulseAudio: run the tests through scripts/test.sh (virtual speaker and microphone)"
+    );
+    let model = whisper_model();
+    let llm = FakeLlm::openai(None);
+    let dir = tempfile::tempdir().unwrap();
+    let question = dir.path().join("question.wav");
+    espeak_wav("My name is Sam.", &question);
+    let mut child = common::hark(&dir.path().join("hark.db"))
+        .args(["talk", "--hands-free", "--json", "--tts", "system"])
+        .args(["--base-url", &llm.base_url(), "--model", "local"])
+        .arg("--whisper-model")
+        .arg(&model)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(serde_json::from_str(&line).unwrap_or(Value::String(line)));
+        }
+    });
+    let mut events = Vec::new();
+    // A hang catcher: each wait is for a step of a turn that takes seconds.
+    let until = |ty: &str, events: &mut Vec<Value>| loop {
+        let e = rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("no {ty} event: {events:?}"));
+        assert_ne!(e["type"], "failed", "{e}");
+        let found = e["type"] == ty;
+        events.push(e);
+        if found {
+            break;
+        }
+    };
+    until("session", &mut events);
+    // The microphone is open from the start: give it a moment, then speak into the room.
+    std::thread::sleep(Duration::from_secs(1));
+    let played = Command::new("paplay")
+        .arg("--device=spk")
+        .arg(&question)
+        .status()
+        .unwrap();
+    assert!(played.success());
+    until("speech_started", &mut events);
+    until("speech_ended", &mut events);
+    until("transcript_final", &mut events);
+    until("turn_finished", &mut events);
+    until("idle", &mut events);
+    // The reply played into the room while Hark did not listen; after it, two quiet seconds.
+    std::thread::sleep(Duration::from_secs(2));
+    events.extend(rx.try_iter());
+    child.stdin.take().unwrap().write_all(b"q\n").unwrap();
+    let status = child.wait().unwrap();
+    events.extend(rx.try_iter());
+    assert!(status.success(), "{events:?}");
+
+    let text = common::of_type(&events, "transcript_final", "text");
+    assert_eq!(text.len(), 1, "one turn, not one for the reply too: {events:?}");
+    assert!(text[0].to_lowercase().contains("my name is sam"), "{text:?}");
+    assert_eq!(
+        common::of_type(&events, "turn_finished", "reply"),
+        ["Nice to meet you, Sam!"]
+    );
+    let started = events.iter().filter(|e| e["type"] == "speech_started").count();
+    assert_eq!(started, 1, "Hark heard itself: {events:?}");
+    let order: Vec<&str> = events
+        .iter()
+        .filter_map(|e| e["type"].as_str())
+        .filter(|t| ["speech_started", "speech_ended", "transcript_final", "turn_finished"].contains(t))
+        .collect();
+    assert_eq!(
+        order,
+        ["speech_started", "speech_ended", "transcript_final", "turn_finished"]
+    );
+}

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::audio::vad::{self, SileroFiles};
 use crate::conversation::HistorySettings;
 use crate::error::ErrorKind;
 use crate::language::{self, Language};
@@ -375,6 +376,28 @@ impl Profile {
                 specs.iter().find(|s| s.kind == ModelKind::Runtime),
                 "ONNX Runtime library",
             )?,
+        })
+    }
+
+    /// Where Silero VAD's files are (whether or not they are there yet): hands-free
+    /// listening's model and the ONNX Runtime it runs on.
+    pub fn vad_files(&self, manifest: &Manifest, store: &ModelStore) -> Result<SileroFiles, ModelError> {
+        let specs = manifest.with_requirements(vad::MODEL_ID)?;
+        let find = |kind: ModelKind, what: &str| {
+            specs
+                .iter()
+                .find(|s| s.kind == kind)
+                .map(|s| store.path(s))
+                .ok_or_else(|| {
+                    ModelError::Manifest(format!(
+                        "the voice activity model's entry lacks its {what} on this platform ({})",
+                        crate::models::this_platform()
+                    ))
+                })
+        };
+        Ok(SileroFiles {
+            model: find(ModelKind::Vad, "model")?,
+            runtime: find(ModelKind::Runtime, "ONNX Runtime library")?,
         })
     }
 

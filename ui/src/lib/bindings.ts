@@ -1098,7 +1098,11 @@ export type ModelKind =
 /**
  * The embedding model the memory finds meaning with, or its tokenizer.
  */
-"embed"
+"embed" | 
+/**
+ * The voice activity model hands-free listening hears speech with.
+ */
+"vad"
 /**
  * Settings → Models: every model, where they live and the disk they take.
  */
@@ -1493,6 +1497,15 @@ export type VoiceEvent =
  * what the library or server said (for a "details" disclosure and the log).
  */
 { type: "failed"; kind: ErrorKind; title: string; message: string; next_step: string; detail: string | null } | 
+/**
+ * Hands-free: the voice activity detector heard the user start speaking (the key went
+ * down for them).
+ */
+{ type: "speech_started" } | 
+/**
+ * Hands-free: the user stopped speaking (the key came up for them; the turn follows).
+ */
+{ type: "speech_ended" } | 
 /**
  * Ready for the next press.
  */

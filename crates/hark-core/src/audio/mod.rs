@@ -8,6 +8,13 @@
 //! - `input`: [`input::AudioInput`], where utterances come from: the microphone,
 //!   recordings played as live speech (`hark talk --wav FILE --live`, the latency
 //!   benchmark), or a scripted source for tests.
+//! - `open_mic`: a microphone kept open for hands-free listening: a ring of the last
+//!   seconds, a tap for the voice activity detector, and utterances that start in the ring
+//!   (the pre-roll keeps the first syllable).
+//! - `vad`: voice activity: Silero VAD on ONNX Runtime rates 32 ms frames, and a pure gate
+//!   turns the ratings into speech started and speech ended.
+//! - `echo`: echo cancellation (WebRTC's AEC3, as the pure-Rust `sonora`) with what the
+//!   speaker played as the reference, tapped as the mixer pulls it.
 //! - `cue`: the start and stop sounds of push-to-talk.
 //! - `playback`: a rodio player fed sentence by sentence, flushed instantly on barge-in,
 //!   counting the samples actually played so the "heard" text is known.
@@ -15,10 +22,13 @@
 
 pub mod capture;
 pub mod cue;
+pub mod echo;
 pub mod input;
+pub mod open_mic;
 pub mod playback;
 pub mod resample;
 pub mod silence;
+pub mod vad;
 pub mod wav;
 
 use cpal::traits::{DeviceTrait, HostTrait};

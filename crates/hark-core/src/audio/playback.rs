@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use cpal::traits::DeviceTrait;
 
+use super::echo::{EchoReference, RefTap};
 use super::{find_device, AudioError};
 
 mod clock;
@@ -215,6 +216,11 @@ pub trait AudioOut: Send + Sync {
     /// Stops what is being said aside (the question was answered, or the user pressed the
     /// key to answer it: the microphone must not hear the question).
     fn hush(&self) {}
+    /// What this output plays, as echo cancellation's reference (hands-free listening while
+    /// Hark speaks); `None` for outputs the microphone cannot hear.
+    fn echo_reference(&self) -> Option<Arc<EchoReference>> {
+        None
+    }
 
     /// Starts a sentence; returns its index for `push` and `end_sentence`.
     fn begin_sentence(&self, text: &str) -> usize {
@@ -246,6 +252,8 @@ struct Tracked {
     rate: NonZero<u32>,
     seg: Arc<Segment>,
     tracker: Arc<Tracker>,
+    /// Each sample, as the mixer pulls it, for echo cancellation.
+    tap: RefTap,
 }
 
 impl Iterator for Tracked {
@@ -257,6 +265,7 @@ impl Iterator for Tracked {
         let s = self.data[self.pos];
         self.pos += 1;
         self.tracker.played_one(&self.seg);
+        self.tap.sample(s);
         Some(s)
     }
 }
@@ -276,6 +285,36 @@ impl rodio::Source for Tracked {
     }
 }
 
+/// A source whose samples are copied, as the mixer pulls them, into the echo reference.
+struct Tapped<S> {
+    source: S,
+    tap: RefTap,
+}
+
+impl<S: rodio::Source> Iterator for Tapped<S> {
+    type Item = f32;
+    fn next(&mut self) -> Option<f32> {
+        let s = self.source.next()?;
+        self.tap.sample(s);
+        Some(s)
+    }
+}
+
+impl<S: rodio::Source> rodio::Source for Tapped<S> {
+    fn current_span_len(&self) -> Option<usize> {
+        self.source.current_span_len()
+    }
+    fn channels(&self) -> rodio::ChannelCount {
+        self.source.channels()
+    }
+    fn sample_rate(&self) -> rodio::SampleRate {
+        self.source.sample_rate()
+    }
+    fn total_duration(&self) -> Option<Duration> {
+        self.source.total_duration()
+    }
+}
+
 /// Plays through an output device with rodio.
 pub struct Speaker {
     player: rodio::Player,
@@ -288,6 +327,9 @@ pub struct Speaker {
     /// The device's name, for messages.
     name: String,
     tracker: Arc<Tracker>,
+    /// What the replies and asides played (the microphone hears them), for echo
+    /// cancellation.
+    reference: Arc<EchoReference>,
     /// Keeps the device stream's thread alive; dropping it closes the device.
     _keepalive: std::sync::mpsc::Sender<()>,
 }
@@ -352,6 +394,7 @@ impl Speaker {
             asides,
             name,
             tracker: Arc::new(Tracker::default()),
+            reference: EchoReference::new(),
             _keepalive: keep_tx,
         })
     }
@@ -382,6 +425,7 @@ impl AudioOut for Speaker {
             rate: rate_nz,
             seg,
             tracker: self.tracker.clone(),
+            tap: self.reference.tap(rate),
         });
     }
 
@@ -410,10 +454,16 @@ impl AudioOut for Speaker {
     }
 
     fn aside(&self, samples: Vec<f32>, rate: u32) {
-        if let Some(rate) = NonZero::new(rate) {
-            self.asides
-                .append(rodio::buffer::SamplesBuffer::new(NonZero::<u16>::MIN, rate, samples));
+        if let Some(rate_nz) = NonZero::new(rate) {
+            self.asides.append(Tapped {
+                source: rodio::buffer::SamplesBuffer::new(NonZero::<u16>::MIN, rate_nz, samples),
+                tap: self.reference.tap(rate),
+            });
         }
+    }
+
+    fn echo_reference(&self) -> Option<Arc<EchoReference>> {
+        Some(self.reference.clone())
     }
 
     fn hush(&self) {
@@ -533,6 +583,7 @@ mod tests {
             rate: NonZero::new(10).unwrap(),
             seg,
             tracker: tracker.clone(),
+            tap: EchoReference::new().tap(10),
         };
         for _ in 0..5 {
             assert!(src.next().is_some());

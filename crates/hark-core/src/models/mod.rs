@@ -46,6 +46,8 @@ pub enum ModelKind {
     Runtime,
     /// The embedding model the memory finds meaning with, or its tokenizer.
     Embed,
+    /// The voice activity model hands-free listening hears speech with.
+    Vad,
 }
 
 /// How a part is packed.

@@ -12,11 +12,15 @@
 //!   key presses, capture ends, turn completions and edits reach it through a
 //!   [`VoiceHandle`] and are handled in order. [`play_live`] holds the key for a
 //!   recording played as live speech.
+//! - `hands_free`: conversation without the key: the microphone stays open, a voice
+//!   activity detector presses and releases for the user, and Hark does not listen while
+//!   it speaks (half-duplex, until echo cancellation).
 //! - `ask`: consent questions put by voice ([`SpokenAsker`]): spoken aside from the reply,
 //!   answered by the next press ("yes", "no", "always").
 
 mod actor;
 mod ask;
+pub mod hands_free;
 mod turn;
 
 use std::sync::Arc;
@@ -165,6 +169,11 @@ pub enum VoiceEvent {
         next_step: String,
         detail: Option<String>,
     },
+    /// Hands-free: the voice activity detector heard the user start speaking (the key went
+    /// down for them).
+    SpeechStarted,
+    /// Hands-free: the user stopped speaking (the key came up for them; the turn follows).
+    SpeechEnded,
     /// Ready for the next press.
     Idle,
     /// Practice (the introduction's "say hello"): what was heard. Nothing was answered or

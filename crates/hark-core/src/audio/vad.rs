@@ -1,0 +1,445 @@
+//! Voice activity: where speech starts and ends in live 16 kHz audio, for hands-free
+//! conversation (issue 23).
+//!
+//! - [`Silero`] runs Silero VAD (its 16 kHz ONNX, MIT, from the PyPI package `silero-vad`) on the
+//!   ONNX Runtime the other offline models use: one speech probability per 32 ms frame,
+//!   with the model's recurrent state and the 64 samples of context that the reference
+//!   wrapper (`silero_vad/utils_vad.py`, `OnnxWrapper`) carries from frame to frame.
+//! - [`SpeechGate`] turns those probabilities into the two edges a conversation needs,
+//!   speech started and speech ended, with the reference's hysteresis (on at `threshold`,
+//!   off below `threshold - 0.15`), a minimum speech length (so a click or a cough starts
+//!   nothing) and a patience for silence (the end of a turn, until Smart Turn decides it).
+//!   It is pure, so what starts a turn is decided in one place and unit-tested.
+//! - [`Detector`] feeds chunks of any length through a model and a gate, and says where,
+//!   in samples since it started, each edge fell.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use ort::session::Session;
+use ort::value::Tensor;
+
+use super::resample::STT_RATE;
+use crate::provider::{ErrorKind, ProviderError};
+
+/// The manifest's id of Silero VAD's model.
+pub const MODEL_ID: &str = "silero-vad";
+const PROVIDER: &str = "silero-vad";
+
+/// Samples in one frame the model rates (32 ms at 16 kHz: the only size it takes there).
+pub const VAD_FRAME: usize = 512;
+/// Samples of the previous frame the model sees before each frame (the reference
+/// wrapper's `context_size` at 16 kHz).
+const CONTEXT: usize = 64;
+/// The model's recurrent state: `[2, 1, 128]`.
+const STATE: usize = 2 * 128;
+
+/// A speech probability for each 32 ms frame, in order. [`Silero`] is the real one; tests
+/// script their own.
+pub trait SpeechProbability: Send {
+    /// The probability (0–1) that `frame` ([`VAD_FRAME`] samples) is speech.
+    fn probability(&mut self, frame: &[f32]) -> Result<f32, ProviderError>;
+    /// Forgets what was heard (a new stretch of audio starts).
+    fn reset(&mut self);
+}
+
+/// Where Silero VAD's files are.
+#[derive(Debug, Clone)]
+pub struct SileroFiles {
+    pub model: PathBuf,
+    /// The ONNX Runtime library it runs on.
+    pub runtime: PathBuf,
+}
+
+/// Silero VAD on ONNX Runtime, one thread: a frame costs a fraction of a millisecond, and
+/// hands-free listening must stay a small part of one core (issue 23's 5 % goal).
+pub struct Silero {
+    /// `Session::run` takes `&mut`; the detector that owns this runs frames one at a time.
+    session: Mutex<Session>,
+    state: Vec<f32>,
+    context: Vec<f32>,
+}
+
+fn engine_err(msg: impl Into<String>) -> ProviderError {
+    ProviderError::new(PROVIDER, ErrorKind::LocalEngine, msg)
+}
+
+impl Silero {
+    pub fn load(files: &SileroFiles) -> Result<Self, ProviderError> {
+        crate::onnx::load_runtime(PROVIDER, &files.runtime, MODEL_ID)?;
+        if !files.model.exists() {
+            return Err(missing(&files.model));
+        }
+        let session = crate::onnx::session(PROVIDER, &files.model, 1, "the voice activity model")?;
+        Ok(Self {
+            session: Mutex::new(session),
+            state: vec![0.0; STATE],
+            context: vec![0.0; CONTEXT],
+        })
+    }
+}
+
+fn missing(model: &Path) -> ProviderError {
+    engine_err(format!(
+        "the voice activity model {} is not there: fetch it with `hark models fetch {MODEL_ID}`",
+        model.display()
+    ))
+}
+
+impl SpeechProbability for Silero {
+    fn probability(&mut self, frame: &[f32]) -> Result<f32, ProviderError> {
+        if frame.len() != VAD_FRAME {
+            return Err(engine_err(format!(
+                "a voice activity frame has {} samples, not {VAD_FRAME}",
+                frame.len()
+            )));
+        }
+        let run_err = |e: ort::Error| engine_err(format!("the voice activity model failed: {e}"));
+        let mut input = Vec::with_capacity(CONTEXT + VAD_FRAME);
+        input.extend_from_slice(&self.context);
+        // A NaN sample (a broken device) would poison the recurrent state for good.
+        input.extend(frame.iter().map(|s| if s.is_finite() { *s } else { 0.0 }));
+        self.context.copy_from_slice(&input[input.len() - CONTEXT..]);
+        let audio = Tensor::from_array(([1usize, CONTEXT + VAD_FRAME], input)).map_err(run_err)?;
+        let state = Tensor::from_array(([2usize, 1, 128], self.state.clone())).map_err(run_err)?;
+        // `sr` is a scalar (rank 0), as the reference passes `np.array(16000)`.
+        let sr = Tensor::from_array(((), vec![i64::from(STT_RATE)])).map_err(run_err)?;
+        let mut session = self.session.lock().unwrap_or_else(|p| p.into_inner());
+        let mut out = session
+            .run(ort::inputs!["input" => audio, "state" => state, "sr" => sr])
+            .map_err(run_err)?;
+        let output = out
+            .remove("output")
+            .ok_or_else(|| engine_err("the voice activity model returned no output"))?;
+        let (_, p) = output.try_extract_tensor::<f32>().map_err(run_err)?;
+        let p = p.first().copied().unwrap_or(0.0);
+        let next = out
+            .remove("stateN")
+            .ok_or_else(|| engine_err("the voice activity model returned no state"))?;
+        let (_, next) = next.try_extract_tensor::<f32>().map_err(run_err)?;
+        if next.len() == STATE {
+            self.state.copy_from_slice(next);
+        }
+        Ok(if p.is_finite() { p.clamp(0.0, 1.0) } else { 0.0 })
+    }
+
+    fn reset(&mut self) {
+        self.state.fill(0.0);
+        self.context.fill(0.0);
+    }
+}
+
+/// What starts and ends speech.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GateSettings {
+    /// A frame at or above this probability is speech; speech goes on while frames stay
+    /// above `threshold - 0.15` (the reference's hysteresis).
+    pub threshold: f32,
+    /// Speech must last this long before it counts (a click, a cough or a door is shorter).
+    pub min_speech_ms: u32,
+    /// Silence after speech that ends it: the end of a turn.
+    pub patience_ms: u32,
+    /// Speech that runs on this long is ended anyway (steady noise the model takes for a
+    /// voice must not hold the turn open for ever).
+    pub max_speech_ms: u32,
+}
+
+impl Default for GateSettings {
+    fn default() -> Self {
+        Self {
+            threshold: 0.5,
+            min_speech_ms: 250,
+            patience_ms: 800,
+            max_speech_ms: 60_000,
+        }
+    }
+}
+
+/// An edge of speech, at a sample position counted from the detector's start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Edge {
+    /// Speech began at `at` (the first frame above the threshold), and has lasted the
+    /// minimum speech length.
+    Started { at: u64 },
+    /// Speech ended at `at` (just past its last speech frame); `patience` later (or at
+    /// the maximum length) it was declared over.
+    Ended { at: u64 },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum GateState {
+    Quiet,
+    /// Above the threshold since `start`; `last` is past the last frame that was.
+    Onset {
+        start: u64,
+        last: u64,
+    },
+    Speaking {
+        start: u64,
+        last: u64,
+    },
+}
+
+/// Probabilities in, edges out (pure).
+#[derive(Debug, Clone)]
+pub struct SpeechGate {
+    settings: GateSettings,
+    state: GateState,
+}
+
+fn samples(ms: u32) -> u64 {
+    u64::from(ms) * u64::from(STT_RATE) / 1000
+}
+
+impl SpeechGate {
+    pub fn new(settings: GateSettings) -> Self {
+        Self {
+            settings,
+            state: GateState::Quiet,
+        }
+    }
+
+    /// Whether speech is under way (started and not yet ended).
+    pub fn speaking(&self) -> bool {
+        matches!(self.state, GateState::Speaking { .. })
+    }
+
+    /// Back to quiet, forgetting an onset or speech under way.
+    pub fn reset(&mut self) {
+        self.state = GateState::Quiet;
+    }
+
+    /// The frame that ends at sample `end` had probability `p`.
+    pub fn frame(&mut self, end: u64, p: f32) -> Option<Edge> {
+        let s = self.settings;
+        let start_of_frame = end.saturating_sub(VAD_FRAME as u64);
+        let on = p >= s.threshold;
+        let still = p >= (s.threshold - 0.15).max(0.0);
+        match self.state {
+            GateState::Quiet => {
+                if on {
+                    self.state = GateState::Onset {
+                        start: start_of_frame,
+                        last: end,
+                    };
+                    return self.confirm(end);
+                }
+                None
+            }
+            GateState::Onset { start, last } => {
+                if still {
+                    self.state = GateState::Onset { start, last: end };
+                    self.confirm(end)
+                } else if end - last >= samples(s.min_speech_ms) {
+                    // A blip that did not last: forgotten.
+                    self.state = GateState::Quiet;
+                    None
+                } else {
+                    None
+                }
+            }
+            GateState::Speaking { start, last } => {
+                let last = if still { end } else { last };
+                self.state = GateState::Speaking { start, last };
+                if end - last >= samples(s.patience_ms) || end - start >= samples(s.max_speech_ms) {
+                    self.state = GateState::Quiet;
+                    return Some(Edge::Ended { at: last });
+                }
+                None
+            }
+        }
+    }
+
+    /// An onset that has lasted the minimum speech length becomes speech.
+    fn confirm(&mut self, end: u64) -> Option<Edge> {
+        let GateState::Onset { start, last } = self.state else {
+            return None;
+        };
+        if end - start >= samples(self.settings.min_speech_ms) {
+            self.state = GateState::Speaking { start, last };
+            return Some(Edge::Started { at: start });
+        }
+        None
+    }
+}
+
+/// Chunks of any length through a model and a gate.
+pub struct Detector {
+    model: Box<dyn SpeechProbability>,
+    gate: SpeechGate,
+    /// Samples waiting to fill the next frame.
+    pending: Vec<f32>,
+    /// Samples rated so far: the position of the next frame's start.
+    rated: u64,
+}
+
+impl Detector {
+    pub fn new(model: Box<dyn SpeechProbability>, settings: GateSettings) -> Self {
+        Self {
+            model,
+            gate: SpeechGate::new(settings),
+            pending: Vec::with_capacity(VAD_FRAME),
+            rated: 0,
+        }
+    }
+
+    /// Samples taken so far (every sample of every chunk, rated or waiting).
+    pub fn position(&self) -> u64 {
+        self.rated + self.pending.len() as u64
+    }
+
+    /// Whether speech is under way.
+    pub fn speaking(&self) -> bool {
+        self.gate.speaking()
+    }
+
+    /// The next chunk; the edges it completed, in order.
+    pub fn push(&mut self, chunk: &[f32]) -> Result<Vec<Edge>, ProviderError> {
+        let mut edges = Vec::new();
+        let mut rest = chunk;
+        while !rest.is_empty() {
+            let take = (VAD_FRAME - self.pending.len()).min(rest.len());
+            self.pending.extend_from_slice(&rest[..take]);
+            rest = &rest[take..];
+            if self.pending.len() == VAD_FRAME {
+                let p = self.model.probability(&self.pending)?;
+                self.pending.clear();
+                self.rated += VAD_FRAME as u64;
+                edges.extend(self.gate.frame(self.rated, p));
+            }
+        }
+        Ok(edges)
+    }
+
+    /// `n` samples went by unheard (the listener was deaf): the position moves on past
+    /// them, and a frame begun before them is dropped.
+    pub fn skip(&mut self, n: usize) {
+        self.rated += (self.pending.len() + n) as u64;
+        self.pending.clear();
+    }
+
+    /// Forgets the speech under way and the model's memory of the audio (what follows is
+    /// heard afresh); the position keeps counting.
+    pub fn reset(&mut self) {
+        self.gate.reset();
+        self.model.reset();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const F: u64 = VAD_FRAME as u64;
+
+    /// Feeds one probability per frame; returns each edge with the frame index it came at.
+    fn run(gate: &mut SpeechGate, ps: &[f32]) -> Vec<(usize, Edge)> {
+        ps.iter()
+            .enumerate()
+            .filter_map(|(i, p)| gate.frame((i as u64 + 1) * F, *p).map(|e| (i, e)))
+            .collect()
+    }
+
+    fn settings() -> GateSettings {
+        GateSettings {
+            threshold: 0.5,
+            min_speech_ms: 256, // 8 frames
+            patience_ms: 320,   // 10 frames
+            max_speech_ms: 60_000,
+        }
+    }
+
+    #[test]
+    fn speech_starts_where_it_began_once_it_has_lasted_and_ends_after_the_patience() {
+        let mut g = SpeechGate::new(settings());
+        let mut ps = vec![0.0; 5];
+        ps.extend([0.9; 20]);
+        ps.extend([0.0; 15]);
+        let edges = run(&mut g, &ps);
+        assert_eq!(
+            edges,
+            vec![
+                (12, Edge::Started { at: 5 * F }),
+                // Speech ended past frame 24; 10 frames of silence later it is over.
+                (34, Edge::Ended { at: 25 * F }),
+            ]
+        );
+        assert!(!g.speaking());
+    }
+
+    #[test]
+    fn a_click_shorter_than_the_minimum_speech_starts_nothing() {
+        let mut g = SpeechGate::new(settings());
+        let mut ps = vec![0.0; 3];
+        ps.extend([0.99; 4]); // 128 ms
+        ps.extend([0.0; 30]);
+        ps.extend([0.99; 3]);
+        ps.extend([0.0; 30]);
+        assert_eq!(run(&mut g, &ps), vec![]);
+    }
+
+    #[test]
+    fn speech_goes_on_above_the_lower_threshold_and_through_short_gaps() {
+        let mut g = SpeechGate::new(settings());
+        let mut ps = vec![0.9; 10];
+        ps.extend([0.4; 10]); // below 0.5, above 0.35: still speech
+        ps.extend([0.1; 5]); // a gap shorter than the patience
+        ps.extend([0.8; 5]);
+        ps.extend([0.0; 12]);
+        let edges = run(&mut g, &ps);
+        assert_eq!(edges.len(), 2, "{edges:?}");
+        assert_eq!(edges[0].1, Edge::Started { at: 0 });
+        assert_eq!(edges[1].1, Edge::Ended { at: 30 * F });
+    }
+
+    #[test]
+    fn probabilities_between_the_thresholds_never_start_speech() {
+        let mut g = SpeechGate::new(settings());
+        assert_eq!(run(&mut g, &[0.45; 200]), vec![]);
+    }
+
+    #[test]
+    fn speech_that_runs_on_is_ended_at_the_maximum_length() {
+        let mut g = SpeechGate::new(GateSettings {
+            max_speech_ms: 1024, // 32 frames
+            ..settings()
+        });
+        let edges = run(&mut g, &[0.9; 100]);
+        assert_eq!(edges[0], (7, Edge::Started { at: 0 }));
+        assert_eq!(edges[1].1, Edge::Ended { at: 32 * F });
+        // …and speech that still goes on starts again.
+        assert!(matches!(edges[2].1, Edge::Started { .. }), "{edges:?}");
+    }
+
+    /// A model that says speech wherever the frame is loud.
+    struct Loud;
+    impl SpeechProbability for Loud {
+        fn probability(&mut self, frame: &[f32]) -> Result<f32, ProviderError> {
+            Ok(if crate::audio::resample::rms(frame) > 0.1 {
+                1.0
+            } else {
+                0.0
+            })
+        }
+        fn reset(&mut self) {}
+    }
+
+    #[test]
+    fn the_detector_frames_chunks_of_any_length_and_counts_every_sample() {
+        let mut d = Detector::new(Box::new(Loud), settings());
+        let mut audio = vec![0.0f32; 5000];
+        audio.extend(vec![0.5f32; 8000]);
+        audio.extend(vec![0.0f32; 8000]);
+        let mut edges = Vec::new();
+        for chunk in audio.chunks(333) {
+            edges.extend(d.push(chunk).unwrap());
+        }
+        assert_eq!(d.position(), audio.len() as u64);
+        // The onset is found at the start of the first frame that reaches it.
+        assert_eq!(edges[0], Edge::Started { at: 9 * F });
+        let Edge::Ended { at } = edges[1] else {
+            panic!("{edges:?}")
+        };
+        assert!((13_000..=13_000 + F).contains(&at), "{at}");
+    }
+}
