@@ -968,6 +968,37 @@ pub fn whisper_model() -> std::path::PathBuf {
     path
 }
 
+/// Waits for the first voice event that `pred` accepts. A `Failed` event fails the test,
+/// and so does a wait of 30 s (a hang catcher: a spoken turn takes seconds). Every event
+/// but the level's, the panel's and the reply's deltas is kept in `seen`, for the message.
+pub async fn wait_for_event(
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<hark_core::session::voice::VoiceEvent>,
+    seen: &mut Vec<hark_core::session::voice::VoiceEvent>,
+    what: &str,
+    pred: impl Fn(&hark_core::session::voice::VoiceEvent) -> bool,
+) -> hark_core::session::voice::VoiceEvent {
+    use hark_core::session::voice::VoiceEvent;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let e = tokio::time::timeout_at(deadline, rx.recv())
+            .await
+            .unwrap_or_else(|_| panic!("timed out waiting for {what}; events so far: {seen:?}"))
+            .unwrap_or_else(|| panic!("events ended before {what}"));
+        if let VoiceEvent::Failed { .. } = &e {
+            panic!("failed while waiting for {what}: {e:?}");
+        }
+        if !matches!(
+            e,
+            VoiceEvent::Level { .. } | VoiceEvent::ContextChanged { .. } | VoiceEvent::ReplyDelta { .. }
+        ) {
+            seen.push(e.clone());
+        }
+        if pred(&e) {
+            return e;
+        }
+    }
+}
+
 /// Speaks text into a WAV file with espeak-ng (a real voice, for real speech-to-text).
 pub fn espeak_wav(text: &str, path: &std::path::Path) {
     espeak_wav_in("en-us", text, path);

@@ -46,20 +46,7 @@ async fn wait_for(
     what: &str,
     pred: impl Fn(&VoiceEvent) -> bool,
 ) -> VoiceEvent {
-    // Events come within ~3 s here (a spoken offline turn); 30 s only catches a hang.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let e = tokio::time::timeout_at(deadline, rx.recv())
-            .await
-            .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
-            .unwrap_or_else(|| panic!("events ended before {what}"));
-        if let VoiceEvent::Failed { .. } = &e {
-            panic!("failed while waiting for {what}: {e:?}");
-        }
-        if pred(&e) {
-            return e;
-        }
-    }
+    hark_e2e::wait_for_event(rx, &mut Vec::new(), what, pred).await
 }
 
 /// Plays a WAV into the virtual speaker (and so into the virtual microphone).

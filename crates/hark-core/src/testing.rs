@@ -192,3 +192,94 @@ impl Synthesizer for ToneTts {
 pub fn speech_samples(ms: u32) -> Vec<f32> {
     (0..ms as usize * 16).map(|i| 0.2 * ((i as f32) * 0.05).sin()).collect()
 }
+
+/// A small deterministic noise source (xorshift), uniform in -1..1.
+pub struct Noise(u32);
+
+impl Noise {
+    pub fn new(seed: u32) -> Self {
+        Self(seed.max(1))
+    }
+
+    #[allow(clippy::should_implement_trait)] // an endless source, not an iterator
+    pub fn next(&mut self) -> f32 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 17;
+        self.0 ^= self.0 << 5;
+        (self.0 as f32 / u32::MAX as f32) * 2.0 - 1.0
+    }
+}
+
+/// Five minutes (16 kHz) of what must start no hands-free turn (issue 23): silence, room tone, white noise at three
+/// levels, a fan's low rumble (brown noise), music (chords of harmonic tones with a beat,
+/// and a melody), and keyboard clicks.
+pub fn no_speech_set() -> Vec<(&'static str, Vec<f32>)> {
+    const RATE: usize = 16_000;
+    let secs = |s: usize| s * RATE;
+    let mut n = Noise::new(0x2545_f491);
+    let mut parts = Vec::new();
+    parts.push(("silence", vec![0.0; secs(40)]));
+    parts.push(("room tone", (0..secs(30)).map(|_| n.next() * 0.002).collect()));
+    for (name, level) in [("quiet hiss", 0.01), ("hiss", 0.05), ("loud hiss", 0.2)] {
+        parts.push((name, (0..secs(30)).map(|_| n.next() * level).collect()));
+    }
+    let mut brown = 0.0f32;
+    parts.push((
+        "fan rumble",
+        (0..secs(30))
+            .map(|_| {
+                brown = (brown + n.next() * 0.02).clamp(-0.3, 0.3) * 0.999;
+                brown
+            })
+            .collect(),
+    ));
+    // Music: four bars of chords, each chord's notes with three harmonics, on a beat.
+    let chords: [[f32; 3]; 4] = [
+        [261.6, 329.6, 392.0],
+        [220.0, 261.6, 329.6],
+        [174.6, 220.0, 261.6],
+        [196.0, 246.9, 293.7],
+    ];
+    parts.push((
+        "chords",
+        (0..secs(45))
+            .map(|i| {
+                let t = i as f32 / RATE as f32;
+                let chord = chords[(t / 2.0) as usize % 4];
+                let beat = 0.5 + 0.5 * (-(t % 0.5) * 8.0).exp();
+                let s: f32 = chord
+                    .iter()
+                    .flat_map(|f| {
+                        (1..=3).map(move |h| (2.0 * std::f32::consts::PI * f * h as f32 * t).sin() / h as f32)
+                    })
+                    .sum();
+                s * 0.05 * beat
+            })
+            .collect(),
+    ));
+    let melody = [523.3, 587.3, 659.3, 698.5, 784.0, 698.5, 659.3, 587.3];
+    parts.push((
+        "melody",
+        (0..secs(45))
+            .map(|i| {
+                let t = i as f32 / RATE as f32;
+                let f = melody[(t / 0.25) as usize % melody.len()];
+                let env = (-(t % 0.25) * 6.0).exp();
+                ((2.0 * std::f32::consts::PI * f * t).sin() + 0.3 * (4.0 * std::f32::consts::PI * f * t).sin())
+                    * 0.2
+                    * env
+            })
+            .collect(),
+    ));
+    // Typing: 5 ms clicks, about eight a second, at uneven intervals.
+    let mut clicks = vec![0.0f32; secs(30)];
+    let mut at = 0usize;
+    while at + 80 < clicks.len() {
+        for (k, s) in clicks[at..at + 80].iter_mut().enumerate() {
+            *s = n.next() * 0.6 * (-(k as f32) / 15.0).exp();
+        }
+        at += 1_000 + ((n.next() + 1.0) * 1_500.0) as usize;
+    }
+    parts.push(("typing", clicks));
+    parts
+}

@@ -213,6 +213,8 @@ impl Controller {
 
     /// A chunk from the open microphone.
     fn heard(&mut self, chunk: &[f32], events: &mpsc::UnboundedSender<VoiceEvent>) {
+        // Full duplex, Hark is speaking (or about to) while the key is up after a turn.
+        self.detector.set_barge_in(self.state == State::Busy);
         let deaf = match self.state {
             State::Busy => !self.duplex,
             State::Waiting { deaf_until } => self.detector.position() < deaf_until,

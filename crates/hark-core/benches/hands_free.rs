@@ -1,0 +1,428 @@
+//! Hands-free listening (issue 23), measured in the virtual room of
+//! `scripts/virtual-audio.sh`, where the microphone hears the speaker (the worst case:
+//! speakers next to the microphone). `scripts/bench-hands-free.sh` starts the room and
+//! fetches the models. Everything runs side by side in one run:
+//!
+//! 1. False starts: five minutes of silence, noise, music and typing through Silero VAD and
+//!    the gate; and each of the espeak questions must start speech exactly once.
+//! 2. Echo cancellation on Hark's own replies (the OS voice and, when its files are there,
+//!    the natural voice) played into the room: ERLE (the microphone's energy against what
+//!    is left after AEC3, while Hark speaks), and the speech starts that the detector finds
+//!    in the raw and in the cleaned microphone.
+//! 3. A hands-free session with a scripted model and transcriber: end of turn (the last
+//!    sound of the question → `speech_ended`, the fixed-silence endpoint) and barge-in (the
+//!    first sound of a voice over the reply → the reply stopped), p50 and p95. A clip is
+//!    played with `paplay`; its start is taken from the microphone itself (the first frame
+//!    louder than the room), so paplay's start-up does not count.
+//! 4. The CPU that listening costs: the session idle for 20 s, its process's CPU time
+//!    over that time (the capture, AEC3, the VAD, and the playback stream's silence).
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hark_core::assembly::Profile;
+use hark_core::audio::echo::EchoCanceller;
+use hark_core::audio::input::{AudioInput, Microphone};
+use hark_core::audio::playback::{AudioOut, Speaker};
+use hark_core::audio::resample::rms;
+use hark_core::audio::vad::{Detector, Edge, GateSettings, Silero};
+use hark_core::audio::wav;
+use hark_core::conversation::HistorySettings;
+use hark_core::models::{Manifest, ModelStore};
+use hark_core::session::ptt::PttMode;
+use hark_core::session::voice::hands_free::{self, HandsFreeOptions};
+use hark_core::session::voice::{ActorOptions, Voice, VoiceEvent};
+use hark_core::session::ChatSession;
+use hark_core::store::Store;
+use hark_core::testing::{no_speech_set, Reply, ScriptedModel, ScriptedStt};
+use hark_core::tts::natural::NaturalVoice;
+use hark_core::tts::system::SystemVoice;
+use hark_core::tts::Synthesizer;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+const RATE: usize = 16_000;
+const QUESTIONS: [&str; 6] = [
+    "What is the capital of France?",
+    "Tell me a story about a fox.",
+    "How long does it take to boil an egg?",
+    "Remind me to call my sister tomorrow.",
+    "What is the weather like in Lisbon?",
+    "Play some quiet music, please.",
+];
+const REPLIES: [&str; 3] = [
+    "The capital of France is Paris, a city on the Seine with about two million people.",
+    "Once upon a time a fox lived in a deep green wood, and every morning it walked to the river.",
+    "A soft boiled egg takes about six minutes, and a hard boiled one takes about ten.",
+];
+
+fn silero() -> Silero {
+    let manifest = Manifest::load().expect("the manifest");
+    let files = Profile::default()
+        .vad_files(&manifest, &ModelStore::default_dir())
+        .expect("the VAD's files");
+    Silero::load(&files).expect("Silero VAD (scripts/bench-hands-free.sh fetches it)")
+}
+
+fn percentile(v: &mut [f64], p: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    v[((v.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn espeak(text: &str, dir: &std::path::Path, name: &str) -> (PathBuf, Vec<f32>) {
+    let path = dir.join(name);
+    let ok = Command::new("espeak-ng")
+        .arg("-w")
+        .arg(&path)
+        .arg(text)
+        .status()
+        .expect("espeak-ng");
+    assert!(ok.success());
+    let samples = wav::read_16k_mono(&path).expect("espeak's WAV");
+    (path, samples)
+}
+
+fn edges(detector: &mut Detector, audio: &[f32]) -> Vec<Edge> {
+    audio
+        .chunks(320)
+        .flat_map(|c| detector.push(c).expect("the VAD"))
+        .collect()
+}
+
+/// 1. False starts on no speech, and detection of the questions.
+fn false_starts(dir: &std::path::Path) {
+    let set = no_speech_set();
+    let seconds: usize = set.iter().map(|(_, a)| a.len()).sum::<usize>() / RATE;
+    let mut starts = 0;
+    let mut per_part = Vec::new();
+    let t = Instant::now();
+    let mut frames = 0usize;
+    for (name, audio) in &set {
+        let mut d = Detector::new(Box::new(silero()), GateSettings::default());
+        let n = edges(&mut d, audio)
+            .iter()
+            .filter(|e| matches!(e, Edge::Started { .. }))
+            .count();
+        frames += audio.len() / 512;
+        starts += n;
+        per_part.push(format!("{name} {n}"));
+    }
+    let per_frame_us = t.elapsed().as_secs_f64() * 1e6 / frames as f64;
+    println!(
+        "1. False starts: {starts} in {seconds} s of silence, noise, music and typing ({})",
+        per_part.join(", ")
+    );
+    let mut detected = 0;
+    let mut onset_err = Vec::new();
+    for (i, q) in QUESTIONS.iter().enumerate() {
+        let (_, speech) = espeak(q, dir, &format!("fs-{i}.wav"));
+        let mut audio = vec![0.0f32; RATE];
+        audio.extend(&speech);
+        audio.extend(vec![0.0f32; RATE * 2]);
+        let onset = RATE + speech.iter().position(|s| s.abs() > 0.02).unwrap_or(0);
+        let mut d = Detector::new(Box::new(silero()), GateSettings::default());
+        let e = edges(&mut d, &audio);
+        if let [Edge::Started { at }, Edge::Ended { .. }] = e[..] {
+            detected += 1;
+            onset_err.push((at as f64 - onset as f64) / 16.0);
+        }
+    }
+    println!(
+        "   Questions heard as exactly one utterance: {detected}/{}; its start vs the first sound: p50 {:+.0} ms",
+        QUESTIONS.len(),
+        percentile(&mut onset_err, 0.5)
+    );
+    println!("   Silero VAD: {per_frame_us:.0} µs per 32 ms frame on one thread");
+}
+
+/// Plays `samples` as a reply through the speaker while the microphone records; returns
+/// the raw microphone and the speaker's echo reference consumer's output.
+async fn play_and_record(speaker: &Arc<Speaker>, samples: Vec<f32>, rate: u32) -> (Vec<f32>, Vec<f32>, f64) {
+    let reference = speaker.echo_reference().expect("the speaker's reference");
+    let mut aec = EchoCanceller::new(reference);
+    let mut mic = Microphone.open(None).expect("the virtual microphone");
+    // Let the microphone and AEC3 settle on the room's silence.
+    let settle = Instant::now();
+    let (mut raw, mut clean) = (Vec::new(), Vec::new());
+    while settle.elapsed() < Duration::from_millis(500) {
+        if let Some(c) = mic.next_chunk().await {
+            aec.process(&c);
+        }
+    }
+    let length = Duration::from_secs_f64(samples.len() as f64 / f64::from(rate));
+    speaker.start_reply();
+    let s = speaker.begin_sentence("reply");
+    speaker.push(s, samples, rate);
+    speaker.end_sentence(s);
+    let start = Instant::now();
+    let mut cpu = Duration::ZERO;
+    while start.elapsed() < length + Duration::from_millis(500) {
+        let Some(c) = mic.next_chunk().await else { break };
+        let t = Instant::now();
+        let out = aec.process(&c);
+        cpu += t.elapsed();
+        raw.extend(c);
+        clean.extend(out);
+    }
+    let _ = mic.stop();
+    let per_10ms_us = cpu.as_secs_f64() * 1e6 / (raw.len() as f64 / 160.0);
+    (raw, clean, per_10ms_us)
+}
+
+/// ERLE over the frames where the raw microphone is louder than the room, skipping the
+/// first `skip` samples (AEC3 converging).
+fn erle(raw: &[f32], clean: &[f32], skip: usize) -> f64 {
+    let (mut e_raw, mut e_clean) = (0.0f64, 0.0f64);
+    for (r, c) in raw.chunks(160).zip(clean.chunks(160)).skip(skip / 160) {
+        if rms(r) > 0.01 {
+            e_raw += r.iter().map(|s| f64::from(s * s)).sum::<f64>();
+            e_clean += c.iter().map(|s| f64::from(s * s)).sum::<f64>();
+        }
+    }
+    10.0 * (e_raw / e_clean.max(1e-12)).log10()
+}
+
+/// 2. Echo cancellation on Hark's own replies.
+async fn echo(speaker: &Arc<Speaker>) {
+    let mut voices: Vec<(&str, Arc<dyn Synthesizer>)> = vec![("OS voice", Arc::new(SystemVoice::default()))];
+    let manifest = Manifest::load().expect("the manifest");
+    if let Ok(files) = Profile::default().natural_files(&manifest, &ModelStore::default_dir()) {
+        if let Ok(v) = NaturalVoice::new(files, None) {
+            voices.push(("natural voice", Arc::new(v)));
+        }
+    }
+    println!("2. Echo cancellation on Hark's replies played into the room (AEC3, sonora 0.2):");
+    for (name, voice) in voices {
+        let (mut whole, mut converged, mut raw_starts, mut clean_starts, mut cost) = (vec![], vec![], 0, 0, vec![]);
+        for text in REPLIES {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+            voice.synthesize(text, &tx).await.expect("the voice");
+            drop(tx);
+            let (mut samples, mut rate) = (Vec::new(), 16_000);
+            while let Some(chunk) = rx.recv().await {
+                rate = chunk.rate;
+                samples.extend(chunk.samples);
+            }
+            let (raw, clean, us) = play_and_record(speaker, samples, rate).await;
+            whole.push(erle(&raw, &clean, 0));
+            converged.push(erle(&raw, &clean, RATE));
+            cost.push(us);
+            // As the detector listens while Hark speaks: with the barge-in minimum.
+            let count = |audio: &[f32]| {
+                let mut d = Detector::new(Box::new(silero()), GateSettings::default());
+                d.set_barge_in(true);
+                edges(&mut d, audio)
+                    .iter()
+                    .filter(|e| matches!(e, Edge::Started { .. }))
+                    .count()
+            };
+            raw_starts += count(&raw);
+            clean_starts += count(&clean);
+        }
+        println!(
+            "   {name}: ERLE p50 {:.1} dB over the whole reply, {:.1} dB after its first second; barge-ins by Hark's own voice: {raw_starts} heard raw, {clean_starts} after AEC3; AEC3 {:.0} µs per 10 ms",
+            percentile(&mut whole, 0.5),
+            percentile(&mut converged, 0.5),
+            percentile(&mut cost, 0.5)
+        );
+    }
+}
+
+/// Waits for the first event that `pred` accepts; its arrival time.
+async fn until(rx: &mut UnboundedReceiver<VoiceEvent>, what: &str, pred: impl Fn(&VoiceEvent) -> bool) -> Instant {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let e = tokio::time::timeout_at(deadline, rx.recv())
+            .await
+            .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
+            .unwrap_or_else(|| panic!("the session ended before {what}"));
+        if let VoiceEvent::Failed { .. } = &e {
+            panic!("failed waiting for {what}: {e:?}");
+        }
+        if pred(&e) {
+            return Instant::now();
+        }
+    }
+}
+
+/// Plays a clip into the room, on a thread of its own.
+fn play(path: &std::path::Path) -> std::thread::JoinHandle<()> {
+    let path = path.to_path_buf();
+    std::thread::spawn(move || {
+        let _ = Command::new("paplay").arg("--device=spk").arg(&path).status();
+    })
+}
+
+/// When the next sound louder than the room reaches the microphone.
+async fn first_sound(mic: &mut Box<dyn hark_core::audio::input::InputStream>) -> Instant {
+    loop {
+        let c = mic.next_chunk().await.expect("the room's microphone");
+        if rms(&c) > 0.01 {
+            // The chunk's end is now; its loud part began up to 20 ms before.
+            return Instant::now() - Duration::from_millis(10);
+        }
+    }
+}
+
+/// 3 and 4: a hands-free session.
+async fn session(dir: &std::path::Path, speaker: Arc<Speaker>, trials: usize) {
+    let model = ScriptedModel::new();
+    let store = Arc::new(Store::open(dir.join("bench.db")).expect("the store"));
+    let chat = ChatSession::create(store, Box::new(model.clone()), "Be brief.", HistorySettings::default())
+        .expect("the session");
+    let voice = Voice {
+        stt: Arc::new(ScriptedStt::new(&["tell me a story"])),
+        tts: Arc::new(SystemVoice::default()),
+        out: speaker,
+    };
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let session = hands_free::spawn(
+        chat,
+        voice,
+        ActorOptions {
+            mode: PttMode::Hold,
+            input_device: None,
+            input: Arc::new(Microphone),
+            cues: false,
+            pipeline: Default::default(),
+            questions: None,
+        },
+        Box::new(silero()),
+        HandsFreeOptions::default(),
+        tx,
+    )
+    .expect("the virtual microphone");
+    assert!(session.full_duplex(), "echo cancellation runs on the speaker");
+    let (q, q_samples) = espeak("Tell me a story.", dir, "q.wav");
+    let (over, over_samples) = espeak("Stop, that is enough.", dir, "over.wav");
+    let over_first = over_samples.iter().position(|s| s.abs() > 0.02).unwrap_or(0) as f64 / 16.0;
+    let voiced = q_samples.iter().rposition(|s| s.abs() > 0.02).unwrap_or(0) as f64 / 16.0;
+    let first = q_samples.iter().position(|s| s.abs() > 0.02).unwrap_or(0) as f64 / 16.0;
+    let story = "Once upon a time there was a fox who lived in a deep green wood. Every morning it walked \
+                 to the river and watched the fish and the birds for hours, and then it went home to sleep.";
+    // A recorder of the room's own: when each clip's first sound arrives.
+    let mut room = Microphone
+        .open(None)
+        .expect("a second recorder on the virtual microphone");
+    let (mut end_of_turn, mut barge_in) = (Vec::new(), Vec::new());
+    let (mut detection, mut stopping) = (Vec::new(), Vec::new());
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    for _ in 0..trials {
+        model.push(Reply::text(story));
+        model.push(Reply::text("Okay."));
+        // The recorder's backlog (Hark's last reply) is not the question.
+        while let Ok(Some(_)) = tokio::time::timeout(Duration::ZERO, room.next_chunk()).await {}
+        let spawned_q = Instant::now();
+        let p = play(&q);
+        let heard = first_sound(&mut room).await;
+        // From paplay's start to the clip's first sample reaching the microphone.
+        let start_up = heard.saturating_duration_since(spawned_q)
+            - Duration::from_secs_f64(first / 1000.0).min(heard.saturating_duration_since(spawned_q));
+        let ended = until(&mut rx, "speech_ended", |e| *e == VoiceEvent::SpeechEnded).await;
+        // The question's last sound came (voiced - first) ms after its first.
+        let last_sound = heard + Duration::from_secs_f64((voiced - first) / 1000.0);
+        end_of_turn.push(ended.saturating_duration_since(last_sound).as_secs_f64() * 1000.0);
+        let _ = p.join();
+        until(&mut rx, "speaking", |e| *e == VoiceEvent::SpeakingStarted).await;
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+        // The room is loud with Hark now, so the voice's first sound is placed by this
+        // trial's paplay start-up (measured on the question, in a quiet room) and the
+        // clip's own leading silence.
+        let spawned = Instant::now();
+        let p = play(&over);
+        let onset = spawned + start_up + Duration::from_secs_f64(over_first / 1000.0);
+        let heard = until(&mut rx, "the voice over the reply", |e| *e == VoiceEvent::SpeechStarted).await;
+        let stopped = until(&mut rx, "the barge-in", |e| {
+            matches!(e, VoiceEvent::ReplyInterrupted { .. })
+        })
+        .await;
+        barge_in.push(stopped.saturating_duration_since(onset).as_secs_f64() * 1000.0);
+        detection.push(heard.saturating_duration_since(onset).as_secs_f64() * 1000.0);
+        stopping.push(stopped.saturating_duration_since(heard).as_secs_f64() * 1000.0);
+        let _ = p.join();
+        until(&mut rx, "the interrupting turn's end", |e| *e == VoiceEvent::Idle).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let _ = room.stop();
+    println!(
+        "3. End of turn (last sound → speech_ended, fixed {} ms of silence): p50 {:.0} ms, p95 {:.0} ms ({trials} turns)",
+        GateSettings::default().patience_ms,
+        percentile(&mut end_of_turn.clone(), 0.5),
+        percentile(&mut end_of_turn, 0.95)
+    );
+    println!(
+        "   Barge-in (the voice's first sound → the reply stopped): p50 {:.0} ms, p95 {:.0} ms",
+        percentile(&mut barge_in.clone(), 0.5),
+        percentile(&mut barge_in, 0.95)
+    );
+    println!(
+        "     of which the first sound → speech_started p50 {:.0} ms (the minimum speech while Hark speaks is {} ms), speech_started → stopped p50 {:.0} ms",
+        percentile(&mut detection, 0.5),
+        GateSettings::default().barge_in_min_speech_ms,
+        percentile(&mut stopping, 0.5)
+    );
+
+    // 4. Listening, idle.
+    let (c0, t0) = (cpu_time(), Instant::now());
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    match (c0, cpu_time()) {
+        (Some(c0), Some(c1)) => {
+            let share = (c1 - c0).as_secs_f64() / t0.elapsed().as_secs_f64() * 100.0;
+            println!("4. Listening hands-free, idle for 20 s: {share:.1} % of one core (the whole process)");
+        }
+        _ => println!("4. Listening hands-free: CPU time is measured on Unix only"),
+    }
+    let _ = session.shutdown().await;
+}
+
+/// This process's CPU time so far (user and system).
+#[cfg(unix)]
+fn cpu_time() -> Option<Duration> {
+    // SAFETY: getrusage fills the zeroed struct it is given; RUSAGE_SELF is always valid.
+    let mut u = unsafe { std::mem::zeroed::<libc::rusage>() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
+        return None;
+    }
+    let t = |v: libc::timeval| Duration::new(v.tv_sec as u64, v.tv_usec as u32 * 1000);
+    Some(t(u.ru_utime) + t(u.ru_stime))
+}
+
+#[cfg(not(unix))]
+fn cpu_time() -> Option<Duration> {
+    None
+}
+
+fn main() {
+    assert!(
+        std::env::var_os("PULSE_SERVER").is_some(),
+        "no PulseAudio: run scripts/bench-hands-free.sh (it starts the virtual room)"
+    );
+    let trials: usize = std::env::var("HARK_BENCH_TRIALS")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(10);
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    println!(
+        "Hands-free listening in the virtual room (the microphone hears the speaker), {} cores",
+        num_cpus()
+    );
+    false_starts(dir.path());
+    rt.block_on(async {
+        let speaker = Arc::new(Speaker::open(None).expect("the virtual speaker"));
+        echo(&speaker).await;
+        session(dir.path(), speaker, trials).await;
+    });
+}
+
+fn num_cpus() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
