@@ -29,6 +29,11 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 const RATE: usize = 16_000;
 
+/// The spoken tests share one room: two at once would hear each other (a CI run of the
+/// suite ran them side by side, and the half-duplex one heard the other's question after
+/// its own reply).
+static ROOM: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// Silero VAD from `HARK_MODELS_DIR` (scripts/test.sh fetches it); its absence fails.
 fn silero() -> Silero {
     assert!(
@@ -215,6 +220,7 @@ async fn the_room_says_my_name_is_sam(dir: &Path, rx: &mut UnboundedReceiver<Voi
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs virtual audio devices, Silero VAD and the whisper model (scripts/test.sh)"]
 async fn hands_free_answers_the_room_never_itself_and_a_voice_over_its_reply_interrupts_it() {
+    let _room = ROOM.lock().await;
     let dir = tempfile::tempdir().unwrap();
     let (session, mut rx, llm) = session_on_the_room(dir.path(), true);
     let (u2, u3) = (dir.path().join("u2.wav"), dir.path().join("u3.wav"));
@@ -288,6 +294,7 @@ async fn hands_free_answers_the_room_never_itself_and_a_voice_over_its_reply_int
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs virtual audio devices, Silero VAD and the whisper model (scripts/test.sh)"]
 async fn half_duplex_hands_free_answers_the_room_and_not_its_own_reply() {
+    let _room = ROOM.lock().await;
     let dir = tempfile::tempdir().unwrap();
     let (session, mut rx, _llm) = session_on_the_room(dir.path(), false);
     the_room_says_my_name_is_sam(dir.path(), &mut rx).await;

@@ -14,7 +14,6 @@
 //!   in samples since it started, each edge fell.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use ort::session::Session;
 use ort::value::Tensor;
@@ -54,9 +53,10 @@ pub struct SileroFiles {
 /// Silero VAD on ONNX Runtime, one thread: a frame costs a fraction of a millisecond, and
 /// hands-free listening must stay a small part of one core (issue 23's 5 % goal).
 pub struct Silero {
-    /// `Session::run` takes `&mut`; the detector that owns this runs frames one at a time.
-    session: Mutex<Session>,
+    session: Session,
+    /// The model's recurrent state, carried from frame to frame.
     state: Vec<f32>,
+    /// The last samples of the previous frame, which the model sees before the next.
     context: Vec<f32>,
 }
 
@@ -72,7 +72,7 @@ impl Silero {
         }
         let session = crate::onnx::session(PROVIDER, &files.model, 1, "the voice activity model")?;
         Ok(Self {
-            session: Mutex::new(session),
+            session,
             state: vec![0.0; STATE],
             context: vec![0.0; CONTEXT],
         })
@@ -104,8 +104,8 @@ impl SpeechProbability for Silero {
         let state = Tensor::from_array(([2usize, 1, 128], self.state.clone())).map_err(run_err)?;
         // `sr` is a scalar (rank 0), as the reference passes `np.array(16000)`.
         let sr = Tensor::from_array(((), vec![i64::from(STT_RATE)])).map_err(run_err)?;
-        let mut session = self.session.lock().unwrap_or_else(|p| p.into_inner());
-        let mut out = session
+        let mut out = self
+            .session
             .run(ort::inputs!["input" => audio, "state" => state, "sr" => sr])
             .map_err(run_err)?;
         let output = out
