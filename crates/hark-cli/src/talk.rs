@@ -79,7 +79,7 @@ pub struct TalkArgs {
     /// stop speaking (Silero VAD, offline; fetched on first use) and answers; speaking
     /// while it speaks interrupts it (echo cancellation keeps it from hearing itself).
     /// q + Enter (or the end of the input) quits.
-    #[arg(long, conflicts_with = "wav")]
+    #[arg(long, conflicts_with_all = ["wav", "out"])]
     hands_free: bool,
     /// With --hands-free: milliseconds of silence after speech that end your turn.
     #[arg(long, default_value_t = 800, requires = "hands_free")]
