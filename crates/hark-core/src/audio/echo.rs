@@ -182,33 +182,22 @@ impl EchoCanceller {
                 // A failure here is a frame of the wrong size, which `chunks_exact` rules out.
                 let _ = self.apm.process_render_f32(&[frame], &mut [&mut scratch[..]]);
             }
+            // A NaN sample (a broken device) would poison AEC3's filter for good.
+            for s in self.pending.iter_mut().filter(|s| !s.is_finite()) {
+                *s = 0.0;
+            }
             let mut cleaned = [0.0f32; AEC_FRAME];
-            let input: Vec<f32> = self
-                .pending
-                .iter()
-                .map(|s| if s.is_finite() { *s } else { 0.0 })
-                .collect();
             if self
                 .apm
-                .process_capture_f32(&[&input], &mut [&mut cleaned[..]])
+                .process_capture_f32(&[&self.pending], &mut [&mut cleaned[..]])
                 .is_err()
             {
-                cleaned.copy_from_slice(&input);
+                cleaned.copy_from_slice(&self.pending);
             }
             out.extend_from_slice(&cleaned);
             self.pending.clear();
         }
         out
-    }
-
-    /// AEC3's echo return loss enhancement so far, in dB, once it has measured one.
-    pub fn erle_db(&self) -> Option<f64> {
-        self.apm.statistics().echo_return_loss_enhancement
-    }
-
-    /// The delay AEC3 found between the speaker and the microphone, in milliseconds.
-    pub fn delay_ms(&self) -> Option<i32> {
-        self.apm.statistics().delay_ms
     }
 }
 

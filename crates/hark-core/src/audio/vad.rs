@@ -311,11 +311,6 @@ impl Detector {
         self.rated + self.pending.len() as u64
     }
 
-    /// Whether speech is under way.
-    pub fn speaking(&self) -> bool {
-        self.gate.speaking()
-    }
-
     /// Whether Hark is speaking (see [`SpeechGate::set_barge_in`]).
     pub fn set_barge_in(&mut self, on: bool) {
         self.gate.set_barge_in(on);
