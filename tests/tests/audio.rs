@@ -298,3 +298,90 @@ async fn a_whisper_transcription_that_is_stopped_gives_up_midway() {
         "usable after a stop"
     );
 }
+
+/// The PulseAudio client (connection) of this process's playback stream.
+fn our_playback_client() -> Option<String> {
+    let out = Command::new("pactl")
+        .args(["-f", "json", "list", "sink-inputs"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "pactl: {}", String::from_utf8_lossy(&out.stderr));
+    let inputs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pid = std::process::id().to_string();
+    inputs.as_array()?.iter().find_map(|i| {
+        (i["properties"]["application.process.id"].as_str() == Some(pid.as_str()))
+            .then(|| i["client"].as_str().map(str::to_string))
+            .flatten()
+    })
+}
+
+/// Runs one command of PulseAudio's command-line interface (`pactl` has no `kill-client`):
+/// loads the CLI module on a socket of its own, says the command there, unloads it.
+fn pulse_cli(command: &str) {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("cli");
+    let load = Command::new("pactl")
+        .args(["load-module", "module-cli-protocol-unix"])
+        .arg(format!("socket={}", socket.display()))
+        .output()
+        .unwrap();
+    assert!(load.status.success(), "{}", String::from_utf8_lossy(&load.stderr));
+    let module = String::from_utf8(load.stdout).unwrap().trim().to_string();
+    let mut cli = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+    // End of input closes the connection (the CLI's `exit` would end the server).
+    cli.write_all(format!("{command}\n").as_bytes()).unwrap();
+    cli.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut said = String::new();
+    cli.read_to_string(&mut said).unwrap();
+    assert!(
+        !said.contains("No client found") && !said.contains("Unknown command"),
+        "{said}"
+    );
+    let unload = Command::new("pactl").args(["unload-module", &module]).status().unwrap();
+    assert!(unload.success());
+}
+
+/// Plays one second of a tone as a reply and waits (20 s at most) until the device has
+/// taken all of it; returns whether it did.
+async fn a_reply_plays_out(out: &Speaker) -> bool {
+    use hark_core::audio::playback::AudioOut;
+    out.start_reply();
+    let s = out.begin_sentence("A tone.");
+    let tone: Vec<f32> = (0..24_000)
+        .map(|i| (i as f32 * 440.0 * std::f32::consts::TAU / 24_000.0).sin() * 0.2)
+        .collect();
+    out.push(s, tone, 24_000);
+    out.end_sentence(s);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while tokio::time::Instant::now() < deadline {
+        if out.heard().complete && out.is_idle() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+/// In a CI run the sound server dropped the playback stream's connection mid-test; every
+/// later poll of the stream failed ("snd_pcm_avail_delay … I/O error"), so every reply
+/// after it stalled until the app was restarted. Here the server drops it on purpose
+/// (`pactl kill-client`): the speaker opens the device again and the next reply plays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs virtual audio devices (scripts/test.sh)"]
+async fn a_speaker_whose_connection_the_sound_server_drops_opens_again_and_plays_on() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    require_audio();
+    let out = Speaker::open(None).expect("the virtual speaker");
+    assert!(a_reply_plays_out(&out).await, "the first reply did not play");
+    let client = our_playback_client().expect("this process's playback stream on the server");
+    pulse_cli(&format!("kill-client {client}"));
+    assert!(
+        a_reply_plays_out(&out).await,
+        "the reply after the server dropped the stream did not play"
+    );
+    assert!(
+        our_playback_client().is_some_and(|c| c != client),
+        "the speaker plays through a new connection"
+    );
+}

@@ -15,7 +15,7 @@ use cpal::SizedSample;
 use tokio::sync::mpsc;
 
 use super::resample::{rms, ToMono16k};
-use super::{cpal_error, find_device, AudioError};
+use super::{cpal_error, find_device, stream_goes_on, AudioError};
 
 /// What the opened device delivers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -206,6 +206,22 @@ fn worker<S>(
 
 type Opened = (cpal::Stream, CaptureInfo, rtrb::Consumer<f32>);
 
+/// cpal's error callback for the input `name`: an error the stream does not go on from
+/// ends the capture with it; an xrun (an overrun when the machine is busy: cpal prepares
+/// the device again, and a few milliseconds are lost) is only logged. Ending on an xrun
+/// stopped hands-free listening for good, and failed a push-to-talk turn, on a busy
+/// machine.
+fn on_stream_error(name: String, failure: Arc<Mutex<Option<AudioError>>>) -> impl FnMut(cpal::Error) + Send + 'static {
+    move |e: cpal::Error| {
+        if stream_goes_on(&e) {
+            tracing::debug!("input stream on {name}: {e}");
+            return;
+        }
+        tracing::warn!("input stream error on {name}: {e}");
+        *failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(cpal_error(true, &name, e));
+    }
+}
+
 fn open(wanted: Option<&str>, failure: Arc<Mutex<Option<AudioError>>>) -> Result<Opened, AudioError> {
     let device = find_device(true, wanted)?;
     let name = device
@@ -223,11 +239,7 @@ fn open(wanted: Option<&str>, failure: Arc<Mutex<Option<AudioError>>>) -> Result
     };
     // Two seconds of room: the worker drains every 20 ms, so this only fills if it stalls.
     let (producer, consumer) = rtrb::RingBuffer::<f32>::new(config.sample_rate as usize * config.channels as usize * 2);
-    let err_name = name.clone();
-    let on_error = move |e: cpal::Error| {
-        tracing::warn!("input stream error on {err_name}: {e}");
-        *failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(cpal_error(true, &err_name, e));
-    };
+    let on_error = on_stream_error(name.clone(), failure);
     let stream = match supported.sample_format() {
         cpal::SampleFormat::F32 => build::<f32>(&device, config, producer, on_error),
         cpal::SampleFormat::I16 => build::<i16>(&device, config, producer, on_error),
@@ -326,6 +338,25 @@ mod tests {
             assert!(Instant::now() < deadline, "the late device was never let go");
             std::thread::sleep(Duration::from_millis(10));
         }
+    }
+
+    #[test]
+    fn an_overrun_is_a_glitch_and_a_lost_device_ends_the_capture() {
+        let failure = Arc::new(Mutex::new(None));
+        let mut report = on_stream_error("usb mic".into(), failure.clone());
+        for kind in [
+            cpal::ErrorKind::Xrun,
+            cpal::ErrorKind::DeviceChanged,
+            cpal::ErrorKind::RealtimeDenied,
+        ] {
+            report(cpal::Error::new(kind));
+            assert_eq!(*failure.lock().unwrap(), None, "{kind:?} ended the capture");
+        }
+        report(cpal::Error::new(cpal::ErrorKind::DeviceNotAvailable));
+        assert!(matches!(
+            failure.lock().unwrap().as_ref(),
+            Some(AudioError::Input { device, .. }) if device == "usb mic"
+        ));
     }
 
     #[test]

@@ -36,6 +36,16 @@ use cpal::traits::{DeviceTrait, HostTrait};
 use crate::error::ErrorKind;
 use serde::Serialize;
 
+/// Whether a stream goes on by itself after cpal reported `e` on it: an xrun (cpal prepares
+/// the device again: a glitch, not a failure), a default device's stream following a new
+/// route, a refused real-time priority. Anything else may have stopped it.
+pub(crate) fn stream_goes_on(e: &cpal::Error) -> bool {
+    matches!(
+        e.kind(),
+        cpal::ErrorKind::Xrun | cpal::ErrorKind::DeviceChanged | cpal::ErrorKind::RealtimeDenied
+    )
+}
+
 /// Audio failures, each naming the device or format at fault. The message is in words a
 /// user understands; what the audio library said is kept apart ([`AudioError::detail`]) for
 /// a "details" disclosure and the log.

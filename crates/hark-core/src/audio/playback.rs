@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use cpal::traits::DeviceTrait;
 
 use super::echo::{EchoReference, RefTap};
-use super::{find_device, AudioError};
+use super::{find_device, stream_goes_on, AudioError};
 
 mod clock;
 pub use clock::ClockOut;
@@ -334,8 +334,146 @@ pub struct Speaker {
     _keepalive: std::sync::mpsc::Sender<()>,
 }
 
+/// How often the playback thread looks at its stream's faults.
+const FAULT_CHECK: Duration = Duration::from_millis(200);
+
+/// What the device stream's error callback reported since the playback thread last looked.
+#[derive(Debug, Default)]
+struct Faults {
+    /// Errors that cpal does not recover from by itself.
+    errors: AtomicU64,
+    /// The device went away: the stream's worker has stopped.
+    gone: AtomicBool,
+}
+
+impl Faults {
+    fn report(&self, e: &cpal::Error) {
+        if stream_goes_on(e) {
+            tracing::debug!("output stream: {e}");
+            return;
+        }
+        if matches!(
+            e.kind(),
+            cpal::ErrorKind::DeviceNotAvailable | cpal::ErrorKind::StreamInvalidated
+        ) {
+            self.gone.store(true, Ordering::SeqCst);
+        }
+        // A failed stream reports at every poll (PulseAudio's ALSA plugin, once its server
+        // connection dropped, answered each one with EIO); one line of log is enough.
+        if self.errors.fetch_add(1, Ordering::SeqCst) == 0 {
+            tracing::warn!("output stream error: {e}");
+        }
+    }
+
+    /// Whether the stream is past saving: its device went, or errors kept coming (two
+    /// or more since the last look; a single one, such as a refused priority, is not).
+    fn take_broken(&self) -> bool {
+        let errors = self.errors.swap(0, Ordering::SeqCst);
+        self.gone.swap(false, Ordering::SeqCst) || errors >= 2
+    }
+}
+
+/// Opens the device's stream (`None`: the default device), reporting to `faults`.
+fn open_sink(wanted: Option<&str>, faults: &Arc<Faults>) -> Result<(rodio::MixerDeviceSink, String), AudioError> {
+    let dev = find_device(false, wanted)?;
+    let name = dev
+        .description()
+        .map(|d| d.name().to_string())
+        .unwrap_or_else(|_| "output".into());
+    let on_error = {
+        let faults = faults.clone();
+        move |e: cpal::Error| faults.report(&e)
+    };
+    // A ~10 ms device buffer: a barge-in is silent within it, and the first reply sample
+    // waits at most that long for the next callback. Devices that refuse it get their
+    // default.
+    let builder = |d: cpal::Device| {
+        rodio::DeviceSinkBuilder::from_device(d)
+            .map(|b| b.with_error_callback(on_error.clone()))
+            .map_err(|e| AudioError::output(&name, e))
+    };
+    let mut sink = builder(dev.clone())
+        .and_then(|b| {
+            b.with_buffer_size(cpal::BufferSize::Fixed(512))
+                .open_stream()
+                .map_err(|e| AudioError::output(&name, e))
+        })
+        .or_else(|_| builder(dev)?.open_stream().map_err(|e| AudioError::output(&name, e)))?;
+    sink.log_on_drop(false);
+    Ok((sink, name))
+}
+
+/// Samples the relay takes from the speaker's mixer at a time (one lock per batch).
+const RELAY_BATCH_FRAMES: usize = 32;
+
+/// Carries the speaker's own mixer, where its players live, into whichever device stream
+/// is open: when a stream fails and the device is opened again, the new stream plays the
+/// same players, with what they still have queued and their bookkeeping.
+///
+/// rodio ties players to one stream's mixer and has no way to move them; a source that
+/// reads a shared mixer is the smallest bridge (32 frames at a time, under 1 ms).
+struct Relay {
+    mixer: Arc<Mutex<rodio::mixer::MixerSource>>,
+    channels: rodio::ChannelCount,
+    rate: rodio::SampleRate,
+    batch: Vec<f32>,
+    pos: usize,
+}
+
+impl Relay {
+    fn new(mixer: &Arc<Mutex<rodio::mixer::MixerSource>>) -> Self {
+        let (channels, rate) = {
+            let m = mixer.lock().unwrap_or_else(|p| p.into_inner());
+            (rodio::Source::channels(&*m), rodio::Source::sample_rate(&*m))
+        };
+        Self {
+            mixer: mixer.clone(),
+            channels,
+            rate,
+            batch: Vec::new(),
+            pos: 0,
+        }
+    }
+}
+
+impl Iterator for Relay {
+    type Item = f32;
+    fn next(&mut self) -> Option<f32> {
+        if self.pos == self.batch.len() {
+            self.batch.clear();
+            self.pos = 0;
+            // Whole frames only, so the channels stay in step across streams.
+            let n = RELAY_BATCH_FRAMES * usize::from(self.channels.get());
+            let mut m = self.mixer.lock().unwrap_or_else(|p| p.into_inner());
+            // The players keep the mixer from running dry; silence if it ever does, so
+            // the stream never drops the relay.
+            self.batch.extend((0..n).map(|_| m.next().unwrap_or(0.0)));
+        }
+        let s = self.batch[self.pos];
+        self.pos += 1;
+        Some(s)
+    }
+}
+
+impl rodio::Source for Relay {
+    fn current_span_len(&self) -> Option<usize> {
+        None
+    }
+    fn channels(&self) -> rodio::ChannelCount {
+        self.channels
+    }
+    fn sample_rate(&self) -> rodio::SampleRate {
+        self.rate
+    }
+    fn total_duration(&self) -> Option<Duration> {
+        None
+    }
+}
+
 impl Speaker {
-    /// Opens the output device (`None`: the default).
+    /// Opens the output device (`None`: the default). A stream that fails later (the
+    /// device unplugged, the sound server dropping the connection) is opened again, and
+    /// playback goes on where it was.
     pub fn open(device: Option<&str>) -> Result<Self, AudioError> {
         // The device stream lives on its own thread (cpal streams are not `Send` everywhere);
         // the mixer handle it hands back is.
@@ -345,36 +483,36 @@ impl Speaker {
         std::thread::Builder::new()
             .name("hark-playback".into())
             .spawn(move || {
-                let opened = (|| {
-                    let dev = find_device(false, wanted.as_deref())?;
-                    let name = dev
-                        .description()
-                        .map(|d| d.name().to_string())
-                        .unwrap_or_else(|_| "output".into());
-                    // A ~10 ms device buffer: a barge-in is silent within it, and the first
-                    // reply sample waits at most that long for the next callback. Devices that
-                    // refuse it get their default.
-                    let builder = |d: cpal::Device| {
-                        rodio::DeviceSinkBuilder::from_device(d).map_err(|e| AudioError::output(&name, e))
-                    };
-                    let mut sink = builder(dev.clone())
-                        .and_then(|b| {
-                            b.with_buffer_size(cpal::BufferSize::Fixed(512))
-                                .open_stream()
-                                .map_err(|e| AudioError::output(&name, e))
-                        })
-                        .or_else(|_| builder(dev)?.open_stream().map_err(|e| AudioError::output(&name, e)))?;
-                    sink.log_on_drop(false);
-                    Ok::<_, AudioError>((sink, name))
-                })();
-                match opened {
-                    Ok((sink, name)) => {
-                        let _ = mixer_tx.send(Ok((sink.mixer().clone(), name)));
-                        let _ = keep_rx.recv(); // returns when the Speaker is dropped
-                        drop(sink);
-                    }
+                let faults = Arc::new(Faults::default());
+                let (sink, name) = match open_sink(wanted.as_deref(), &faults) {
+                    Ok(opened) => opened,
                     Err(e) => {
                         let _ = mixer_tx.send(Err(e));
+                        return;
+                    }
+                };
+                let config = *sink.config();
+                let (mixer, source) = rodio::mixer::mixer(config.channel_count(), config.sample_rate());
+                let source = Arc::new(Mutex::new(source));
+                sink.mixer().add(Relay::new(&source));
+                let _ = mixer_tx.send(Ok((mixer, name.clone())));
+                let mut sink = Some(sink);
+                // Until the Speaker is dropped (the channel disconnects).
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = keep_rx.recv_timeout(FAULT_CHECK) {
+                    if sink.is_some() && !faults.take_broken() {
+                        continue;
+                    }
+                    if sink.take().is_some() {
+                        tracing::warn!("the speaker {name:?} stopped working; opening it again");
+                    }
+                    match open_sink(wanted.as_deref(), &faults) {
+                        Ok((s, _)) => {
+                            s.mixer().add(Relay::new(&source));
+                            sink = Some(s);
+                            tracing::info!("the speaker {name:?} is playing again");
+                        }
+                        // Tried again at the next look; a reply meanwhile fails as stalled.
+                        Err(e) => tracing::debug!("the speaker {name:?} cannot be opened yet: {e}"),
                     }
                 }
             })
