@@ -12,7 +12,7 @@ export HARK_MODELS_DIR="${HARK_MODELS_DIR:-$HOME/.cache/hark/models}"
 # The room gets a HOME of its own; the toolchain stays where it is.
 export CARGO_HOME="${CARGO_HOME:-$HOME/.cargo}" RUSTUP_HOME="${RUSTUP_HOME:-$HOME/.rustup}"
 cargo build --locked -q -p hark-cli
-HARK_BIN="$CARGO_TARGET_DIR/debug/hark" scripts/fetch-models.sh silero-vad kokoro-82m >/dev/null
+HARK_BIN="$CARGO_TARGET_DIR/debug/hark" scripts/fetch-models.sh silero-vad smart-turn-v3 kokoro-82m >/dev/null
 cargo bench --locked -q -p hark-core --bench hands_free --no-run
 ROOM=$(mktemp -d)
 trap 'rm -rf "$ROOM"' EXIT

@@ -11,6 +11,7 @@ use std::time::Duration;
 use hark_core::assembly::Profile;
 use hark_core::audio::input::Microphone;
 use hark_core::audio::playback::Speaker;
+use hark_core::audio::turn::SmartTurn;
 use hark_core::audio::vad::{Detector, Edge, GateSettings, Silero};
 use hark_core::audio::wav::read_16k_mono;
 use hark_core::conversation::{HistorySettings, MessageKind};
@@ -48,6 +49,15 @@ fn silero() -> Silero {
         .vad_files(&manifest, &ModelStore::default_dir())
         .unwrap();
     Silero::load(&files).expect("Silero VAD (scripts/test.sh fetches it into HARK_MODELS_DIR)")
+}
+
+/// Smart Turn from `HARK_MODELS_DIR` (scripts/test.sh fetches it); its absence fails.
+fn smart_turn() -> SmartTurn {
+    let manifest = Manifest::load().unwrap();
+    let files = Profile::default()
+        .turn_files(&manifest, &ModelStore::default_dir())
+        .unwrap();
+    SmartTurn::load(&files).expect("Smart Turn (scripts/test.sh fetches it into HARK_MODELS_DIR)")
 }
 
 #[test]
@@ -138,6 +148,7 @@ fn session_on_the_room(
             questions: None,
         },
         Box::new(silero()),
+        Some(Box::new(smart_turn())),
         HandsFreeOptions {
             echo_cancellation,
             ..HandsFreeOptions::default()
@@ -229,7 +240,16 @@ async fn hands_free_answers_the_room_never_itself_and_a_voice_over_its_reply_int
     let (session, mut rx, llm) = session_on_the_room(dir.path(), true);
     let (u2, u3) = (dir.path().join("u2.wav"), dir.path().join("u3.wav"));
     espeak_wav("Tell me a story.", &u3);
-    espeak_wav("Stop. Tell me, what is my name?", &u2);
+    // The interruption opens with words that carry the barge-in ("Stop." alone is shorter
+    // than the 250 ms that speech must last to count), so the question itself comes after
+    // the reply stopped. Words spoken while the reply still plays reach the recogniser
+    // through AEC3's double-talk suppression, which damaged them now and then ("What if I
+    // came?" for "what is my name" in a CI run, with "Stop. Tell me, …"): the README's
+    // hands-free section says so, and that is not what this test is about. No comma or
+    // full stop: espeak pauses there, and Smart Turn, asked at a pause, may call a
+    // synthetic voice's half sentence finished (it did, at "Excuse me, I have a
+    // question. Tell me, what…").
+    espeak_wav("Excuse me Hark tell me what is my name?", &u2);
 
     // 1 and 2. A question with no key, answered; its reply starts nothing.
     the_room_says_my_name_is_sam(dir.path(), &mut rx).await;
@@ -291,6 +311,29 @@ async fn hands_free_answers_the_room_never_itself_and_a_voice_over_its_reply_int
         _ => false,
     });
     assert!(interrupted, "the record keeps the heard text");
+}
+
+/// Muted, a question played into the room starts nothing; unmuted, the next one is heard
+/// whole and answered (issue 23: the mute pauses listening).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs virtual audio devices, Silero VAD and the whisper model (scripts/test.sh)"]
+async fn muted_hands_free_hears_nothing_and_listens_again_when_unmuted() {
+    let _room = ROOM.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (session, mut rx, _llm) = session_on_the_room(dir.path(), true);
+    session.mute().set(true);
+    let muted = dir.path().join("muted.wav");
+    espeak_wav("Tell me, what is my name?", &muted);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    tokio::task::spawn_blocking(move || play(&muted)).await.unwrap();
+    let stray = next_within(&mut rx, Duration::from_secs(2)).await;
+    assert!(stray.is_none(), "Hark listened while muted: {stray:?}");
+
+    session.mute().set(false);
+    the_room_says_my_name_is_sam(dir.path(), &mut rx).await;
+    let chat = session.shutdown().await.unwrap();
+    // One turn: the muted question never became one.
+    assert_eq!(user_lines(&chat).len(), 1, "{:?}", user_lines(&chat));
 }
 
 /// Echo cancellation off: half-duplex. The question is answered, and Hark, which does

@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use hark_core::assembly::Profile;
 use hark_core::audio::resample::{rms, ToMono16k};
+use hark_core::audio::turn::{SmartTurn, TurnModel, FINISHED};
 use hark_core::models::{Manifest, ModelStore};
 use hark_core::stt::wer::words;
 use hark_core::stt::whisper::WhisperStt;
@@ -150,4 +151,53 @@ async fn the_natural_voice_is_freed_after_its_idle_time_and_loads_again_on_use()
     voice.set_unload_after(None);
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
     assert!(voice.is_loaded(), "kept while the voice lives");
+}
+
+/// Smart Turn (hands-free's end of turn, issue 23) on the natural voice, the one speaker
+/// here with a person's intonation. (On espeak's flat one the model guesses: it rated "My
+/// name is Sam." 0.18 and "What is the capital of" 0.97.) Finished sentences are heard
+/// finished, and sentences broken off after "and", "that", "if" and "um" are not, each
+/// with the 96 ms pause after it at which hands-free asks. Kokoro reads "Can you tell me
+/// the" with a final fall, and the model hears that as finished, so it is not among them;
+/// nor is "Thank you very much.", which the model rated exactly 0.50 on one machine (its
+/// threshold) and above it on another: it is unsure of it, and that is not what this shows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the natural voice and Smart Turn (scripts/test.sh)"]
+async fn smart_turn_hears_finished_sentences_and_sentences_broken_off_in_a_natural_voice() {
+    let manifest = Manifest::load().unwrap();
+    let turn = Profile::default()
+        .turn_files(&manifest, &ModelStore::default_dir())
+        .unwrap();
+    let mut model = SmartTurn::load(&turn).expect("Smart Turn (scripts/test.sh fetches it)");
+    let voice = NaturalVoice::new(files(), Some("af_heart")).unwrap();
+    let mut rate = async |text: &str| {
+        let (audio, _) = speak(&voice, text).await;
+        let mut to16k = ToMono16k::new(SAMPLE_RATE, 1).unwrap();
+        let mut audio16 = Vec::new();
+        to16k.push(&audio, &mut audio16);
+        to16k.finish(&mut audio16);
+        // To the last sound, then the pause.
+        let last = audio16.iter().rposition(|s| s.abs() > 0.02).unwrap();
+        audio16.truncate(last + 1);
+        audio16.extend(std::iter::repeat_n(0.0, 1_536));
+        model.completion(&audio16).unwrap()
+    };
+    for finished in [
+        "What is the capital of France?",
+        "Tell me a story.",
+        "My name is Sam.",
+        "Tell me, what is my name?",
+    ] {
+        let p = rate(finished).await;
+        assert!(p > FINISHED, "{finished:?} rated {p:.2}");
+    }
+    for broken in [
+        "I would like to order a pizza and",
+        "I think that",
+        "So I was wondering if",
+        "I'd like to book a table for, um,",
+    ] {
+        let p = rate(broken).await;
+        assert!(p <= FINISHED, "{broken:?} rated {p:.2}");
+    }
 }

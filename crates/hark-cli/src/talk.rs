@@ -14,6 +14,7 @@ use clap::Args;
 use hark_core::assembly::Profile;
 use hark_core::audio::input::{Microphone, Recordings};
 use hark_core::audio::playback::{AudioOut, Speaker, WavOut};
+use hark_core::audio::turn::SmartTurn;
 use hark_core::audio::vad::{self, GateSettings, Silero};
 use hark_core::audio::{list_devices, wav};
 use hark_core::models::{Manifest, ModelStore};
@@ -81,8 +82,9 @@ pub struct TalkArgs {
     /// q + Enter (or the end of the input) quits.
     #[arg(long, conflicts_with_all = ["wav", "out"])]
     hands_free: bool,
-    /// With --hands-free: milliseconds of silence after speech that end your turn.
-    #[arg(long, default_value_t = 800, requires = "hands_free")]
+    /// With --hands-free: milliseconds of silence that end your turn when Smart Turn has
+    /// not heard a finished sentence (it is asked after a pause of about 100 ms).
+    #[arg(long, default_value_t = 2_000, requires = "hands_free")]
     patience_ms: u32,
     /// With --hands-free: no echo cancellation, so Hark does not listen while it speaks
     /// (half-duplex; a voice cannot interrupt it).
@@ -257,7 +259,7 @@ pub async fn run(args: TalkArgs, db: PathBuf) -> Result<ExitCode> {
     if hands_free {
         let vad = load_vad(&profile).await?;
         let gate = GateSettings {
-            patience_ms: args.patience_ms,
+            unfinished_patience_ms: args.patience_ms,
             ..GateSettings::default()
         };
         let options = HandsFreeOptions {
@@ -371,14 +373,16 @@ async fn live_turns(
     session.shutdown().await.context("the voice session ended abnormally")
 }
 
-/// Silero VAD, fetched on first use.
-async fn load_vad(profile: &Profile) -> Result<Silero> {
+/// Silero VAD and Smart Turn (which its entry requires), fetched on first use.
+async fn load_vad(profile: &Profile) -> Result<(Silero, SmartTurn)> {
     let manifest = Manifest::load()?;
     for spec in manifest.with_requirements(vad::MODEL_ID)? {
         crate::models::ensure(spec, "hands-free listening runs offline").await?;
     }
-    let files = profile.vad_files(&manifest, &ModelStore::default_dir())?;
-    Ok(Silero::load(&files)?)
+    let store = ModelStore::default_dir();
+    let files = profile.vad_files(&manifest, &store)?;
+    let turn = profile.turn_files(&manifest, &store)?;
+    Ok((Silero::load(&files)?, SmartTurn::load(&turn)?))
 }
 
 /// Hands-free on the microphone: the voice activity detector is the key; q + Enter quits.
@@ -387,7 +391,7 @@ async fn listen_hands_free(
     voice: Voice,
     input: Option<String>,
     questions: Option<Arc<VoiceLine>>,
-    vad: Silero,
+    (vad, turn): (Silero, SmartTurn),
     options: HandsFreeOptions,
     events: mpsc::UnboundedSender<VoiceEvent>,
 ) -> Result<()> {
@@ -403,9 +407,11 @@ async fn listen_hands_free(
             questions,
         },
         Box::new(vad),
+        Some(Box::new(turn)),
         options,
         events,
-    )?;
+    )
+    .map_err(|n| n.error)?;
     eprintln!(
         "(listening hands-free on {}: just speak; {}; q + Enter quits)",
         printable(&session.device()),

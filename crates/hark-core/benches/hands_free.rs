@@ -9,8 +9,10 @@
 //!    the natural voice) played into the room: ERLE (the microphone's energy against what
 //!    is left after AEC3, while Hark speaks), and the speech starts that the detector finds
 //!    in the raw and in the cleaned microphone.
-//! 3. A hands-free session with a scripted model and transcriber: end of turn (the last
-//!    sound of the question → `speech_ended`, the fixed-silence endpoint) and barge-in (the
+//! 3. A hands-free session with a scripted model and transcriber, twice: with silence
+//!    alone ending a turn (the fixed-silence endpoint, as before Smart Turn) and with Smart
+//!    Turn deciding (the default): end of turn (the last
+//!    sound of the question → `speech_ended`) and barge-in (the
 //!    first sound of a voice over the reply → the reply stopped), p50 and p95. A clip is
 //!    played with `paplay`; its start is taken from the microphone itself (the first frame
 //!    louder than the room), so paplay's start-up does not count.
@@ -27,6 +29,7 @@ use hark_core::audio::echo::EchoCanceller;
 use hark_core::audio::input::{AudioInput, Microphone};
 use hark_core::audio::playback::{AudioOut, Speaker};
 use hark_core::audio::resample::rms;
+use hark_core::audio::turn::{Features, SmartTurn, TurnModel, WINDOW};
 use hark_core::audio::vad::{Detector, Edge, GateSettings, Silero};
 use hark_core::audio::wav;
 use hark_core::conversation::HistorySettings;
@@ -63,6 +66,78 @@ fn silero() -> Silero {
         .vad_files(&manifest, &ModelStore::default_dir())
         .expect("the VAD's files");
     Silero::load(&files).expect("Silero VAD (scripts/bench-hands-free.sh fetches it)")
+}
+
+/// The gate's settings: the defaults, or an experiment's (`HARK_BENCH_PAUSE_MS`,
+/// `HARK_BENCH_BARGE_IN_MS`: the pause that asks Smart Turn, the speech that a barge-in
+/// needs), so a setting is tried without a rebuild.
+fn gate() -> GateSettings {
+    let env = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u32>().ok());
+    let d = GateSettings::default();
+    GateSettings {
+        pause_ms: env("HARK_BENCH_PAUSE_MS").unwrap_or(d.pause_ms),
+        barge_in_min_speech_ms: env("HARK_BENCH_BARGE_IN_MS").unwrap_or(d.barge_in_min_speech_ms),
+        ..d
+    }
+}
+
+/// Sentences with a pause in the middle, in the natural voice (on espeak's flat voice
+/// Smart Turn guesses): the first part broken off after "and", "that", "if" or "um", 700
+/// ms of silence, the rest. A turn that ends in the pause has cut the speaker off.
+const BROKEN: [(&str, &str); 4] = [
+    ("I would like to order a pizza and", "extra cheese, please."),
+    ("I think that", "we should leave at noon."),
+    ("So I was wondering if", "you could call my sister."),
+    ("I'd like to book a table for, um,", "four people tonight."),
+];
+
+/// The [`BROKEN`] clips as WAVs, with each one's first and last sound (ms into the file).
+async fn broken_clips(dir: &std::path::Path) -> Vec<(PathBuf, f64, f64)> {
+    let manifest = Manifest::load().expect("the manifest");
+    let Ok(files) = Profile::default().natural_files(&manifest, &ModelStore::default_dir()) else {
+        return Vec::new();
+    };
+    let Ok(voice) = NaturalVoice::new(files, None) else {
+        return Vec::new();
+    };
+    let mut clips = Vec::new();
+    for (i, (head, tail)) in BROKEN.iter().enumerate() {
+        let mut audio = Vec::new();
+        let mut rate = 24_000;
+        for (n, part) in [head, tail].iter().enumerate() {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+            voice.synthesize(part, &tx).await.expect("the natural voice");
+            drop(tx);
+            let mut piece = Vec::new();
+            while let Some(chunk) = rx.recv().await {
+                rate = chunk.rate;
+                piece.extend(chunk.samples);
+            }
+            // Trimmed to its sounds, so the pause is exactly the one put between them.
+            let first = piece.iter().position(|s| s.abs() > 0.02).unwrap_or(0);
+            let last = piece.iter().rposition(|s| s.abs() > 0.02).unwrap_or(0);
+            if n == 1 {
+                audio.extend(std::iter::repeat_n(0.0, rate as usize * 7 / 10));
+            }
+            audio.extend_from_slice(&piece[first..=last.max(first)]);
+        }
+        let mut file = vec![0.0; rate as usize / 5];
+        file.extend(&audio);
+        file.extend(std::iter::repeat_n(0.0, rate as usize / 5));
+        let path = dir.join(format!("broken-{i}.wav"));
+        wav::write_mono(&path, &file, rate).expect("the clip");
+        let ms = |n: usize| n as f64 * 1000.0 / f64::from(rate);
+        clips.push((path, ms(rate as usize / 5), ms(rate as usize / 5 + audio.len())));
+    }
+    clips
+}
+
+fn smart_turn() -> SmartTurn {
+    let manifest = Manifest::load().expect("the manifest");
+    let files = Profile::default()
+        .turn_files(&manifest, &ModelStore::default_dir())
+        .expect("Smart Turn's files");
+    SmartTurn::load(&files).expect("Smart Turn (scripts/bench-hands-free.sh fetches it)")
 }
 
 fn percentile(v: &mut [f64], p: f64) -> f64 {
@@ -102,7 +177,7 @@ fn false_starts(dir: &std::path::Path) {
     let t = Instant::now();
     let mut frames = 0usize;
     for (name, audio) in &set {
-        let mut d = Detector::new(Box::new(silero()), GateSettings::default());
+        let mut d = Detector::new(Box::new(silero()), gate());
         let n = edges(&mut d, audio)
             .iter()
             .filter(|e| matches!(e, Edge::Started { .. }))
@@ -116,6 +191,28 @@ fn false_starts(dir: &std::path::Path) {
         "1. False starts: {starts} in {seconds} s of silence, noise, music and typing ({})",
         per_part.join(", ")
     );
+    // The same sounds while Hark speaks, where speech needs only the barge-in minimum:
+    // what would interrupt a reply.
+    let mut barge_ins = Vec::new();
+    for (name, audio) in &set {
+        let mut d = Detector::new(Box::new(silero()), gate());
+        d.set_barge_in(true);
+        let n = edges(&mut d, audio)
+            .iter()
+            .filter(|e| matches!(e, Edge::Started { .. }))
+            .count();
+        barge_ins.push((name, n));
+    }
+    println!(
+        "   The same while Hark speaks (barge-ins, {} ms of speech): {} ({})",
+        gate().barge_in_min_speech_ms,
+        barge_ins.iter().map(|(_, n)| n).sum::<usize>(),
+        barge_ins
+            .iter()
+            .map(|(name, n)| format!("{name} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     let mut detected = 0;
     let mut onset_err = Vec::new();
     for (i, q) in QUESTIONS.iter().enumerate() {
@@ -124,7 +221,7 @@ fn false_starts(dir: &std::path::Path) {
         audio.extend(&speech);
         audio.extend(vec![0.0f32; RATE * 2]);
         let onset = RATE + speech.iter().position(|s| s.abs() > 0.02).unwrap_or(0);
-        let mut d = Detector::new(Box::new(silero()), GateSettings::default());
+        let mut d = Detector::new(Box::new(silero()), gate());
         let e = edges(&mut d, &audio);
         if let [Edge::Started { at }, Edge::Ended { .. }] = e[..] {
             detected += 1;
@@ -213,7 +310,7 @@ async fn echo(speaker: &Arc<Speaker>) {
             cost.push(us);
             // As the detector listens while Hark speaks: with the barge-in minimum.
             let count = |audio: &[f32]| {
-                let mut d = Detector::new(Box::new(silero()), GateSettings::default());
+                let mut d = Detector::new(Box::new(silero()), gate());
                 d.set_barge_in(true);
                 edges(&mut d, audio)
                     .iter()
@@ -269,7 +366,16 @@ async fn first_sound(mic: &mut Box<dyn hark_core::audio::input::InputStream>) ->
 }
 
 /// 3 and 4: a hands-free session.
-async fn session(dir: &std::path::Path, speaker: Arc<Speaker>, trials: usize) {
+async fn session(dir: &std::path::Path, speaker: Arc<Speaker>, trials: usize, turn: Option<SmartTurn>) {
+    let smart = turn.is_some();
+    println!(
+        "{}",
+        if smart {
+            "With Smart Turn deciding the end of a turn (the default):"
+        } else {
+            "With silence alone deciding the end of a turn (no end-of-turn model; before Smart Turn):"
+        }
+    );
     let model = ScriptedModel::new();
     let store = Arc::new(Store::open(dir.join("bench.db")).expect("the store"));
     let chat = ChatSession::create(store, Box::new(model.clone()), "Be brief.", HistorySettings::default())
@@ -292,7 +398,11 @@ async fn session(dir: &std::path::Path, speaker: Arc<Speaker>, trials: usize) {
             questions: None,
         },
         Box::new(silero()),
-        HandsFreeOptions::default(),
+        turn.map(|t| Box::new(t) as Box<dyn TurnModel>),
+        HandsFreeOptions {
+            gate: gate(),
+            ..HandsFreeOptions::default()
+        },
         tx,
     )
     .expect("the virtual microphone");
@@ -347,10 +457,13 @@ async fn session(dir: &std::path::Path, speaker: Arc<Speaker>, trials: usize) {
         until(&mut rx, "the interrupting turn's end", |e| *e == VoiceEvent::Idle).await;
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    let _ = room.stop();
+    let rule = if smart {
+        format!("Smart Turn asked after {} ms of silence", gate().pause_ms)
+    } else {
+        format!("fixed {} ms of silence", gate().patience_ms)
+    };
     println!(
-        "3. End of turn (last sound → speech_ended, fixed {} ms of silence): p50 {:.0} ms, p95 {:.0} ms ({trials} turns)",
-        GateSettings::default().patience_ms,
+        "3. End of turn (last sound → speech_ended, {rule}): p50 {:.0} ms, p95 {:.0} ms ({trials} turns)",
         percentile(&mut end_of_turn.clone(), 0.5),
         percentile(&mut end_of_turn, 0.95)
     );
@@ -362,9 +475,52 @@ async fn session(dir: &std::path::Path, speaker: Arc<Speaker>, trials: usize) {
     println!(
         "     of which the first sound → speech_started p50 {:.0} ms (the minimum speech while Hark speaks is {} ms), speech_started → stopped p50 {:.0} ms",
         percentile(&mut detection, 0.5),
-        GateSettings::default().barge_in_min_speech_ms,
+        gate().barge_in_min_speech_ms,
         percentile(&mut stopping, 0.5)
     );
+
+    // Sentences with a pause in the middle: does the turn end in the pause?
+    let clips = broken_clips(dir).await;
+    let mut cut = 0;
+    for (clip, first, last) in &clips {
+        model.push(Reply::text("Okay."));
+        model.push(Reply::text("Okay."));
+        while let Ok(Some(_)) = tokio::time::timeout(Duration::ZERO, room.next_chunk()).await {}
+        while let Ok(Some(_)) = tokio::time::timeout(Duration::ZERO, rx.recv()).await {}
+        let p = play(clip);
+        let heard = first_sound(&mut room).await;
+        let last_sound = heard + Duration::from_secs_f64((last - first) / 1000.0);
+        let ended = until(&mut rx, "speech_ended", |e| *e == VoiceEvent::SpeechEnded).await;
+        if ended + Duration::from_millis(100) < last_sound {
+            cut += 1;
+        }
+        let _ = p.join();
+        // Every turn the clip made is over (a cut-off makes two): 3 s with nothing but levels.
+        loop {
+            let quiet = tokio::time::timeout(Duration::from_secs(3), async {
+                loop {
+                    match rx.recv().await {
+                        Some(VoiceEvent::Level { .. }) | Some(VoiceEvent::ContextChanged { .. }) => continue,
+                        other => return other,
+                    }
+                }
+            })
+            .await;
+            if !matches!(quiet, Ok(Some(_))) {
+                break;
+            }
+        }
+    }
+    if clips.is_empty() {
+        println!("   Sentences with a pause in the middle: skipped (no natural voice)");
+    } else {
+        println!(
+            "   Sentences with a 700 ms pause in the middle (natural voice): {cut} of {} cut off in the pause",
+            clips.len()
+        );
+    }
+
+    let _ = room.stop();
 
     // 4. Listening, idle.
     let (c0, t0) = (cpu_time(), Instant::now());
@@ -419,7 +575,25 @@ fn main() {
     rt.block_on(async {
         let speaker = Arc::new(Speaker::open(None).expect("the virtual speaker"));
         echo(&speaker).await;
-        session(dir.path(), speaker, trials).await;
+        let turn = smart_turn();
+        let eight_seconds: Vec<f32> = (0..WINDOW).map(|i| ((i % 160) as f32 / 160.0 - 0.5) * 0.1).collect();
+        let mut timed = smart_turn();
+        let t = Instant::now();
+        for _ in 0..5 {
+            timed.completion(&eight_seconds).expect("Smart Turn runs");
+        }
+        let decision = t.elapsed().as_secs_f64() * 1000.0 / 5.0;
+        let features = Features::new();
+        let t = Instant::now();
+        for _ in 0..5 {
+            std::hint::black_box(features.compute(&eight_seconds));
+        }
+        println!(
+            "   Smart Turn v3.2, one decision on 8 s of audio (one thread): {decision:.0} ms, of which the log-mel features {:.0} ms",
+            t.elapsed().as_secs_f64() * 1000.0 / 5.0
+        );
+        session(dir.path(), speaker.clone(), trials, None).await;
+        session(dir.path(), speaker, trials, Some(turn)).await;
     });
 }
 

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::audio::turn::{self, SmartTurnFiles};
 use crate::audio::vad::{self, SileroFiles};
 use crate::conversation::HistorySettings;
 use crate::error::ErrorKind;
@@ -382,23 +383,27 @@ impl Profile {
     /// Where Silero VAD's files are (whether or not they are there yet): hands-free
     /// listening's model and the ONNX Runtime it runs on.
     pub fn vad_files(&self, manifest: &Manifest, store: &ModelStore) -> Result<SileroFiles, ModelError> {
-        let specs = manifest.with_requirements(vad::MODEL_ID)?;
-        let find = |kind: ModelKind, what: &str| {
-            specs
-                .iter()
-                .find(|s| s.kind == kind)
-                .map(|s| store.path(s))
-                .ok_or_else(|| {
-                    ModelError::Manifest(format!(
-                        "the voice activity model's entry lacks its {what} on this platform ({})",
-                        crate::models::this_platform()
-                    ))
-                })
-        };
-        Ok(SileroFiles {
-            model: find(ModelKind::Vad, "model")?,
-            runtime: find(ModelKind::Runtime, "ONNX Runtime library")?,
-        })
+        let (model, runtime) = onnx_model(
+            manifest,
+            store,
+            vad::MODEL_ID,
+            ModelKind::Vad,
+            "the voice activity model",
+        )?;
+        Ok(SileroFiles { model, runtime })
+    }
+
+    /// Where Smart Turn's files are (hands-free's end of turn; Silero VAD's entry requires
+    /// it, so fetching one fetches both).
+    pub fn turn_files(&self, manifest: &Manifest, store: &ModelStore) -> Result<SmartTurnFiles, ModelError> {
+        let (model, runtime) = onnx_model(
+            manifest,
+            store,
+            turn::MODEL_ID,
+            ModelKind::Turn,
+            "the end-of-turn model",
+        )?;
+        Ok(SmartTurnFiles { model, runtime })
     }
 
     /// The voice engine in effect and, when it is not the one chosen, why: the natural
@@ -701,6 +706,32 @@ impl Profile {
             )?),
         })
     }
+}
+
+/// The file of the `kind` model `id` and of the ONNX Runtime library it requires, from the
+/// manifest's entries for this platform (whether or not they are there yet); `what` names
+/// the model in errors.
+fn onnx_model(
+    manifest: &Manifest,
+    store: &ModelStore,
+    id: &str,
+    kind: ModelKind,
+    what: &str,
+) -> Result<(PathBuf, PathBuf), ModelError> {
+    let specs = manifest.with_requirements(id)?;
+    let find = |kind: ModelKind, part: &str| {
+        specs
+            .iter()
+            .find(|s| s.kind == kind)
+            .map(|s| store.path(s))
+            .ok_or_else(|| {
+                ModelError::Manifest(format!(
+                    "{what}'s entry lacks its {part} on this platform ({})",
+                    crate::models::this_platform()
+                ))
+            })
+    };
+    Ok((find(kind, "model")?, find(ModelKind::Runtime, "ONNX Runtime library")?))
 }
 
 #[cfg(test)]

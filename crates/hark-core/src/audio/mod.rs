@@ -13,6 +13,8 @@
 //!   (the pre-roll keeps the first syllable).
 //! - `vad`: voice activity: Silero VAD on ONNX Runtime rates 32 ms frames, and a pure gate
 //!   turns the ratings into speech started and speech ended.
+//! - `turn`: the end of a turn by how the words sound: Smart Turn v3 on ONNX Runtime,
+//!   from the Whisper log-mel features it was trained on.
 //! - `echo`: echo cancellation (WebRTC's AEC3, as the pure-Rust `sonora`) with what the
 //!   speaker played as the reference, tapped as the mixer pulls it.
 //! - `cue`: the start and stop sounds of push-to-talk.
@@ -28,6 +30,7 @@ pub mod open_mic;
 pub mod playback;
 pub mod resample;
 pub mod silence;
+pub mod turn;
 pub mod vad;
 pub mod wav;
 

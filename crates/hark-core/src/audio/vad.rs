@@ -137,14 +137,26 @@ pub struct GateSettings {
     pub threshold: f32,
     /// Speech must last this long before it counts (a click, a cough or a door is shorter).
     pub min_speech_ms: u32,
-    /// The same while Hark speaks, for a barge-in. As long as the turn's: at 120 ms the
-    /// barge-in came in 265 ms (p95) and Hark's own voice still started none, but the
-    /// interrupting words, spoken over the reply until it stopped, reached the recogniser
-    /// damaged by the echo canceller's suppression during double talk (whisper heard
-    /// "I name" for "Tell me, what is my name?" in 3 of 7 runs).
+    /// The same while Hark speaks, for a barge-in: shorter, so "Stop!" is enough. At 120
+    /// ms the benchmark's barge-in came in 269 ms (p95, against 1,149 ms at 250 ms, which
+    /// waited for the word after "Stop,"), Hark's own voice after AEC3 and five minutes of
+    /// noise, music and typing started none, and the words spoken over the reply reached
+    /// the recogniser whole in 5 of 5 runs of the full-duplex test (an earlier test, whose
+    /// question came after a pause, heard "I name" for "what is my name" in 3 of 7 at 120).
     pub barge_in_min_speech_ms: u32,
-    /// Silence after speech that ends it: the end of a turn.
+    /// Silence after speech that ends it: the end of a turn, when no end-of-turn model
+    /// is asked.
     pub patience_ms: u32,
+    /// With an end-of-turn model: a pause this long asks it whether the turn is over
+    /// ([`Edge::Paused`]). Counted in whole 32 ms frames: 96 ms is three. pipecat asks
+    /// Smart Turn after 200 ms; the benchmark's end of turn (p50) was 403 ms at 200, 303 ms
+    /// at 100 (which the frames make 128), and none of its sentences with a pause after
+    /// "and", "that", "if" or "um" was cut off at either.
+    pub pause_ms: u32,
+    /// With an end-of-turn model: the silence that ends a turn it has not called finished
+    /// (someone thinking mid-sentence). pipecat waits 3 s; 2 s ends a turn the model
+    /// misjudged sooner, and a thinking pause is rarely longer.
+    pub unfinished_patience_ms: u32,
     /// Speech that runs on this long is ended anyway (steady noise the model takes for a
     /// voice must not hold the turn open for ever).
     pub max_speech_ms: u32,
@@ -155,8 +167,10 @@ impl Default for GateSettings {
         Self {
             threshold: 0.5,
             min_speech_ms: 250,
-            barge_in_min_speech_ms: 250,
+            barge_in_min_speech_ms: 120,
             patience_ms: 800,
+            pause_ms: 96,
+            unfinished_patience_ms: 2_000,
             max_speech_ms: 60_000,
         }
     }
@@ -169,8 +183,13 @@ pub enum Edge {
     /// minimum speech length.
     Started { at: u64 },
     /// Speech ended at `at` (just past its last speech frame); `patience` later (or at
-    /// the maximum length) it was declared over.
+    /// the maximum length, or when the end-of-turn model called it finished) it was
+    /// declared over.
     Ended { at: u64 },
+    /// With an end-of-turn model: speech has paused since `at` for `pause_ms`; whether the
+    /// turn is over is the model's to say ([`SpeechGate::end_turn`] if it is). Once per
+    /// pause.
+    Paused { at: u64 },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -184,6 +203,8 @@ enum GateState {
     Speaking {
         start: u64,
         last: u64,
+        /// This pause was reported ([`Edge::Paused`]).
+        asked: bool,
     },
 }
 
@@ -194,6 +215,8 @@ pub struct SpeechGate {
     state: GateState,
     /// Hark is speaking: the barge-in minimum applies.
     barge_in: bool,
+    /// An end-of-turn model is asked at pauses.
+    turn_model: bool,
 }
 
 fn samples(ms: u32) -> u64 {
@@ -206,7 +229,24 @@ impl SpeechGate {
             settings,
             state: GateState::Quiet,
             barge_in: false,
+            turn_model: false,
         }
+    }
+
+    /// Whether an end-of-turn model decides: pauses are reported, and silence alone ends
+    /// a turn only after `unfinished_patience_ms`.
+    pub fn set_turn_model(&mut self, on: bool) {
+        self.turn_model = on;
+    }
+
+    /// The end-of-turn model called the turn finished: speech under way ends, where its
+    /// last speech frame was.
+    pub fn end_turn(&mut self) -> Option<Edge> {
+        let GateState::Speaking { last, .. } = self.state else {
+            return None;
+        };
+        self.state = GateState::Quiet;
+        Some(Edge::Ended { at: last })
     }
 
     /// Whether Hark is speaking (speech then needs only the barge-in minimum).
@@ -261,12 +301,25 @@ impl SpeechGate {
                     None
                 }
             }
-            GateState::Speaking { start, last } => {
-                let last = if still { end } else { last };
-                self.state = GateState::Speaking { start, last };
-                if end - last >= samples(s.patience_ms) || end - start >= samples(s.max_speech_ms) {
+            GateState::Speaking { start, last, asked } => {
+                let (last, asked) = if still { (end, false) } else { (last, asked) };
+                self.state = GateState::Speaking { start, last, asked };
+                let patience = if self.turn_model {
+                    s.unfinished_patience_ms
+                } else {
+                    s.patience_ms
+                };
+                if end - last >= samples(patience) || end - start >= samples(s.max_speech_ms) {
                     self.state = GateState::Quiet;
                     return Some(Edge::Ended { at: last });
+                }
+                if self.turn_model && !asked && end - last >= samples(s.pause_ms) {
+                    self.state = GateState::Speaking {
+                        start,
+                        last,
+                        asked: true,
+                    };
+                    return Some(Edge::Paused { at: last });
                 }
                 None
             }
@@ -279,7 +332,11 @@ impl SpeechGate {
             return None;
         };
         if end - start >= self.min_speech() {
-            self.state = GateState::Speaking { start, last };
+            self.state = GateState::Speaking {
+                start,
+                last,
+                asked: false,
+            };
             return Some(Edge::Started { at: start });
         }
         None
@@ -314,6 +371,16 @@ impl Detector {
     /// Whether Hark is speaking (see [`SpeechGate::set_barge_in`]).
     pub fn set_barge_in(&mut self, on: bool) {
         self.gate.set_barge_in(on);
+    }
+
+    /// Whether an end-of-turn model decides (see [`SpeechGate::set_turn_model`]).
+    pub fn set_turn_model(&mut self, on: bool) {
+        self.gate.set_turn_model(on);
+    }
+
+    /// The end-of-turn model called the turn finished (see [`SpeechGate::end_turn`]).
+    pub fn end_turn(&mut self) -> Option<Edge> {
+        self.gate.end_turn()
     }
 
     /// The next chunk; the edges it completed, in order.
@@ -368,9 +435,52 @@ mod tests {
             threshold: 0.5,
             min_speech_ms: 256, // 8 frames
             barge_in_min_speech_ms: 256,
-            patience_ms: 320, // 10 frames
+            patience_ms: 320,            // 10 frames
+            pause_ms: 192,               // 6 frames
+            unfinished_patience_ms: 640, // 20 frames
             max_speech_ms: 60_000,
         }
+    }
+
+    #[test]
+    fn with_a_turn_model_a_pause_asks_it_once_and_silence_alone_waits_longer() {
+        let mut g = SpeechGate::new(settings());
+        g.set_turn_model(true);
+        let mut ps = vec![0.0; 5];
+        ps.extend([0.9; 20]); // speech in frames 5..25
+        ps.extend([0.0; 3]); // a short gap: no question
+        ps.extend([0.9; 2]); // speech again, last in frame 29
+        ps.extend([0.0; 25]);
+        let edges = run(&mut g, &ps);
+        assert_eq!(
+            edges,
+            vec![
+                (12, Edge::Started { at: 5 * F }),
+                // 6 frames after the last speech frame (29), once, though silence goes on.
+                (35, Edge::Paused { at: 30 * F }),
+                // Nobody ended it: the unfinished patience (20 frames), not the 10.
+                (49, Edge::Ended { at: 30 * F }),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_finished_turn_ends_where_the_speech_did_and_a_new_pause_asks_again() {
+        let mut g = SpeechGate::new(settings());
+        g.set_turn_model(true);
+        let mut ps = vec![0.9; 10];
+        ps.extend([0.0; 6]);
+        let edges = run(&mut g, &ps);
+        assert_eq!(edges.last(), Some(&(15, Edge::Paused { at: 10 * F })));
+        // "Not yet": the speaker goes on, and pauses again.
+        let more: Vec<_> = (16..30)
+            .filter_map(|i| g.frame((i + 1) * F, if i < 22 { 0.9 } else { 0.0 }).map(|e| (i, e)))
+            .collect();
+        assert_eq!(more, vec![(27, Edge::Paused { at: 22 * F })]);
+        // "Finished": the turn ends there, at its last speech frame.
+        assert_eq!(g.end_turn(), Some(Edge::Ended { at: 22 * F }));
+        assert!(!g.speaking());
+        assert_eq!(g.end_turn(), None, "nothing under way");
     }
 
     #[test]

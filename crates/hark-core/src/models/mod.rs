@@ -48,6 +48,8 @@ pub enum ModelKind {
     Embed,
     /// The voice activity model hands-free listening hears speech with.
     Vad,
+    /// The end-of-turn model hands-free listening hears a finished sentence with.
+    Turn,
 }
 
 /// How a part is packed.

@@ -17,9 +17,23 @@
 //! detector does not listen, so Hark never takes its own voice from the speakers for the
 //! user's; the key still interrupts.
 //!
+//! The end of a turn: with an end-of-turn model ([`TurnModel`], Smart Turn v3), a pause of
+//! [`GateSettings::pause_ms`] asks it about the utterance so far (its last 8 s, pre-roll
+//! included), and "finished" ends the turn there; otherwise, and with no model, silence
+//! ends it (`unfinished_patience_ms`, or `patience_ms` with no model). A model that fails
+//! is said once, and silence decides from then on.
+//!
+//! Muted ([`Mute`]), the detector hears nothing: an utterance under way ends where the
+//! mute came, and nothing said while muted reaches an utterance (the next one starts after
+//! the unmute, pre-roll or not). A reply already under way goes on.
+//!
 //! The controller sits between the actor and whoever reads its events: it passes every
 //! event on, adds [`VoiceEvent::SpeechStarted`] and [`VoiceEvent::SpeechEnded`], and
 //! learns from `Idle` that a turn is over.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -29,6 +43,7 @@ use super::{Voice, VoiceEvent};
 use crate::audio::echo::EchoCanceller;
 use crate::audio::open_mic::{OpenMic, Placer};
 use crate::audio::resample::STT_RATE;
+use crate::audio::turn::{TurnModel, FINISHED, WINDOW};
 use crate::audio::vad::{Detector, Edge, GateSettings, SpeechProbability};
 use crate::audio::AudioError;
 use crate::session::ptt::{Key, PttMode};
@@ -58,12 +73,29 @@ impl Default for HandsFreeOptions {
     }
 }
 
+/// Pauses hands-free listening and resumes it: a cheap handle the window, the tray and a
+/// shortcut can hold (an atomic flag the controller reads at each chunk, so muting never
+/// waits behind a turn).
+#[derive(Debug, Clone, Default)]
+pub struct Mute(Arc<AtomicBool>);
+
+impl Mute {
+    pub fn set(&self, muted: bool) {
+        self.0.store(muted, Ordering::SeqCst);
+    }
+
+    pub fn is_muted(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
 /// A hands-free voice session: the actor, the controller and the open microphone.
 pub struct HandsFreeSession {
     session: VoiceSession,
     controller: JoinHandle<()>,
     mic: OpenMic,
     duplex: bool,
+    mute: Mute,
 }
 
 impl HandsFreeSession {
@@ -83,6 +115,12 @@ impl HandsFreeSession {
         self.duplex
     }
 
+    /// The switch that pauses listening (the microphone stays open; what it hears while
+    /// muted is never used).
+    pub fn mute(&self) -> &Mute {
+        &self.mute
+    }
+
     /// Ends the session, closes the microphone and returns the conversation.
     pub async fn shutdown(self) -> Result<ChatSession, VoiceStopped> {
         let chat = self.session.shutdown().await;
@@ -93,17 +131,33 @@ impl HandsFreeSession {
     }
 }
 
+/// The microphone could not be opened for hands-free listening: why, and the conversation
+/// back (so the caller can listen another way; nothing is lost).
+pub struct NotListening {
+    pub error: AudioError,
+    /// Boxed: a `Result` carries its error by value, and a conversation is large.
+    pub chat: Box<ChatSession>,
+}
+
+impl std::fmt::Debug for NotListening {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "NotListening({:?})", self.error)
+    }
+}
+
 /// Starts a hands-free session on `options.input` (the microphone; anything that delivers
-/// like one in tests), with `vad` rating the audio. The actor runs in hold mode without
+/// like one in tests), with `vad` rating the audio and `turn`, if any, saying when a
+/// sentence is finished. The actor runs in hold mode without
 /// cues: a start cue would be heard as speech, and the pre-roll comes first.
 pub fn spawn(
     chat: ChatSession,
     voice: Voice,
     options: ActorOptions,
     vad: Box<dyn SpeechProbability>,
+    turn: Option<Box<dyn TurnModel>>,
     hands_free: HandsFreeOptions,
     events: mpsc::UnboundedSender<VoiceEvent>,
-) -> Result<HandsFreeSession, AudioError> {
+) -> Result<HandsFreeSession, NotListening> {
     let reference = if hands_free.echo_cancellation {
         voice.out.echo_reference()
     } else {
@@ -111,7 +165,15 @@ pub fn spawn(
     };
     let duplex = reference.is_some();
     let echo = reference.map(EchoCanceller::new);
-    let (mic, frames) = OpenMic::open(&*options.input, options.input_device.as_deref(), echo)?;
+    let (mic, frames) = match OpenMic::open(&*options.input, options.input_device.as_deref(), echo) {
+        Ok(opened) => opened,
+        Err(error) => {
+            return Err(NotListening {
+                error,
+                chat: Box::new(chat),
+            })
+        }
+    };
     let actor_options = ActorOptions {
         mode: PttMode::Hold,
         input: mic.input(),
@@ -120,13 +182,22 @@ pub fn spawn(
     };
     let (inner_tx, inner_rx) = mpsc::unbounded_channel();
     let session = spawn_actor(chat, voice, actor_options, inner_tx);
+    let mute = Mute::default();
+    let mut detector = Detector::new(vad, hands_free.gate);
+    detector.set_turn_model(turn.is_some());
     let controller = Controller {
         handle: session.handle().clone(),
         mic: mic.placer(),
-        detector: Detector::new(vad, hands_free.gate),
+        detector,
+        turn,
+        heard: VecDeque::with_capacity(WINDOW),
+        utterance_from: 0,
         state: State::Waiting { deaf_until: 0 },
         duplex,
         broken: false,
+        mute: mute.clone(),
+        was_muted: false,
+        unmuted_at: 0,
     };
     let controller = tokio::spawn(controller.run(frames, inner_rx, events));
     Ok(HandsFreeSession {
@@ -134,6 +205,7 @@ pub fn spawn(
         controller,
         mic,
         duplex,
+        mute,
     })
 }
 
@@ -160,11 +232,24 @@ struct Controller {
     /// The voice activity model and gate, fed every chunk the microphone delivers (or told
     /// how many it skipped), so its positions are the ring's.
     detector: Detector,
+    /// The end-of-turn model, asked at pauses (none: silence decides).
+    turn: Option<Box<dyn TurnModel>>,
+    /// The last [`WINDOW`] samples heard (muted or deaf too), ending at the detector's
+    /// position: what the end-of-turn model is given.
+    heard: VecDeque<f32>,
+    /// Where the utterance under way began, pre-roll included.
+    utterance_from: u64,
     state: State,
     /// Echo cancellation runs: listen while Hark speaks.
     duplex: bool,
     /// The voice activity model failed: listening by voice has stopped.
     broken: bool,
+    /// The user's mute, and whether it was on at the last chunk (an unmute starts
+    /// listening afresh there).
+    mute: Mute,
+    was_muted: bool,
+    /// Where the last unmute came: no utterance reaches back before it.
+    unmuted_at: u64,
 }
 
 impl Controller {
@@ -213,6 +298,32 @@ impl Controller {
 
     /// A chunk from the open microphone.
     fn heard(&mut self, chunk: &[f32], events: &mpsc::UnboundedSender<VoiceEvent>) {
+        if self.turn.is_some() {
+            let over = (self.heard.len() + chunk.len()).saturating_sub(WINDOW);
+            self.heard.drain(..over.min(self.heard.len()));
+            self.heard.extend(&chunk[chunk.len().saturating_sub(WINDOW)..]);
+        }
+        let muted = self.mute.is_muted();
+        if muted != self.was_muted {
+            self.was_muted = muted;
+            if muted && self.state == State::Capturing {
+                // The utterance ends where the mute came.
+                let _ = events.send(VoiceEvent::SpeechEnded);
+                if self.handle.key(Key::Release).is_err() {
+                    return;
+                }
+                self.state = State::Busy;
+            }
+            if !muted {
+                // Nothing heard while muted counts: not the gate's count, not the ring.
+                self.detector.reset();
+                self.unmuted_at = self.detector.position();
+            }
+        }
+        if muted {
+            self.detector.skip(chunk.len());
+            return;
+        }
         // Full duplex, Hark is speaking (or about to) while the key is up after a turn.
         self.detector.set_barge_in(self.state == State::Busy);
         let deaf = match self.state {
@@ -235,12 +346,25 @@ impl Controller {
             }
         };
         for edge in edges {
+            // A pause asks the end-of-turn model; "finished" ends the utterance here.
+            let edge = match edge {
+                Edge::Paused { .. } => {
+                    if self.state != State::Capturing || !self.finished(events) {
+                        continue;
+                    }
+                    match self.detector.end_turn() {
+                        Some(ended) => ended,
+                        None => continue,
+                    }
+                }
+                other => other,
+            };
             match (self.state, edge) {
                 // Busy here is full duplex: the press is a barge-in.
                 (State::Waiting { .. } | State::Busy, Edge::Started { at }) => {
-                    let deaf_until = deaf_until_of(self.state);
-                    self.mic
-                        .start_next_at(at.saturating_sub(samples(PREROLL_MS)).max(deaf_until));
+                    let deaf_until = deaf_until_of(self.state).max(self.unmuted_at);
+                    self.utterance_from = at.saturating_sub(samples(PREROLL_MS)).max(deaf_until);
+                    self.mic.start_next_at(self.utterance_from);
                     if self.handle.key(Key::Press).is_err() {
                         return;
                     }
@@ -260,10 +384,190 @@ impl Controller {
     }
 }
 
+impl Controller {
+    /// Asks the end-of-turn model whether the utterance so far is a finished turn. A model
+    /// that fails is said once and dropped: silence decides from then on.
+    fn finished(&mut self, events: &mpsc::UnboundedSender<VoiceEvent>) -> bool {
+        let Some(model) = self.turn.as_mut() else {
+            return false;
+        };
+        let now = self.detector.position();
+        let kept = (now - self.utterance_from).min(self.heard.len() as u64) as usize;
+        let audio: Vec<f32> = self.heard.iter().skip(self.heard.len() - kept).copied().collect();
+        match model.completion(&audio) {
+            Ok(p) => {
+                tracing::debug!("end of turn: Smart Turn says {p:.2} after a pause");
+                p > FINISHED
+            }
+            Err(e) => {
+                let _ = events.send(VoiceEvent::failed(&TurnError::Provider(e)));
+                self.turn = None;
+                self.detector.set_turn_model(false);
+                false
+            }
+        }
+    }
+}
+
 /// Where listening resumed: an utterance never starts before it.
 fn deaf_until_of(state: State) -> u64 {
     match state {
         State::Waiting { deaf_until } => deaf_until,
         State::Capturing | State::Busy => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::audio::input::{Script, Scripted};
+    use crate::audio::playback::ClockOut;
+    use crate::conversation::HistorySettings;
+    use crate::provider::ProviderError;
+    use crate::store::Store;
+    use crate::testing::{speech_samples, Reply, ScriptedModel, ScriptedStt, ToneTts};
+
+    /// Speech wherever the frame is loud.
+    struct Loud;
+    impl SpeechProbability for Loud {
+        fn probability(&mut self, frame: &[f32]) -> Result<f32, ProviderError> {
+            Ok(if crate::audio::resample::rms(frame) > 0.01 {
+                1.0
+            } else {
+                0.0
+            })
+        }
+        fn reset(&mut self) {}
+    }
+
+    /// An end-of-turn model that answers `p`, or fails, and counts what it was asked and
+    /// how much audio it was given.
+    struct Judge {
+        p: Option<f32>,
+        asked: Arc<AtomicUsize>,
+        heard: Arc<AtomicUsize>,
+    }
+    impl TurnModel for Judge {
+        fn completion(&mut self, audio: &[f32]) -> Result<f32, ProviderError> {
+            self.asked.fetch_add(1, Ordering::SeqCst);
+            self.heard.store(audio.len(), Ordering::SeqCst);
+            self.p.ok_or_else(|| {
+                ProviderError::new("smart-turn", crate::provider::ErrorKind::LocalEngine, "the model broke")
+            })
+        }
+    }
+
+    /// A hands-free session on a scripted microphone (1 s of speech, then silence) whose
+    /// silence alone would end a turn only after a minute, with `judge` asked at pauses.
+    fn session_with(
+        p: Option<f32>,
+    ) -> (
+        HandsFreeSession,
+        mpsc::UnboundedReceiver<VoiceEvent>,
+        Arc<AtomicUsize>,
+        Arc<AtomicUsize>,
+    ) {
+        let store = Arc::new(Store::open_in_memory().unwrap());
+        let model = ScriptedModel::new();
+        model.push(Reply::text("Hello."));
+        let chat = ChatSession::create(store, Box::new(model), "Be brief.", HistorySettings::default()).unwrap();
+        let voice = Voice {
+            stt: Arc::new(ScriptedStt::new(&["hello there"])),
+            tts: Arc::new(ToneTts { ms_per_char: 1 }),
+            out: Arc::new(ClockOut::new()),
+        };
+        let mic = Scripted::new();
+        let mut audio = speech_samples(1_000);
+        audio.extend(vec![0.0; STT_RATE as usize * 3]);
+        mic.push(Script::Speak(audio));
+        let (asked, heard) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let judge = Judge {
+            p,
+            asked: asked.clone(),
+            heard: heard.clone(),
+        };
+        let (tx, rx) = mpsc::unbounded_channel();
+        let session = spawn(
+            chat,
+            voice,
+            ActorOptions {
+                mode: PttMode::Hold,
+                input_device: None,
+                input: Arc::new(mic),
+                cues: false,
+                pipeline: Default::default(),
+                questions: None,
+            },
+            Box::new(Loud),
+            Some(Box::new(judge)),
+            HandsFreeOptions {
+                gate: GateSettings {
+                    unfinished_patience_ms: 60_000,
+                    ..GateSettings::default()
+                },
+                echo_cancellation: false,
+            },
+            tx,
+        )
+        .map_err(|n| n.error)
+        .unwrap();
+        (session, rx, asked, heard)
+    }
+
+    async fn next(rx: &mut mpsc::UnboundedReceiver<VoiceEvent>, want: impl Fn(&VoiceEvent) -> bool) -> bool {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(Some(e)) if want(&e) => return true,
+                Ok(Some(_)) => {}
+                _ => return false,
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_pause_the_turn_model_calls_finished_ends_the_turn_there() {
+        let (session, mut rx, asked, heard) = session_with(Some(0.9));
+        assert!(next(&mut rx, |e| *e == VoiceEvent::SpeechStarted).await);
+        // Silence alone would wait a minute: only the model's "finished" ends it now.
+        assert!(
+            next(&mut rx, |e| *e == VoiceEvent::SpeechEnded).await,
+            "the turn did not end at the pause"
+        );
+        assert_eq!(asked.load(Ordering::SeqCst), 1);
+        // The utterance from its pre-roll to the pause: 1 s of speech, 300 ms before it
+        // (as much as there was), the 96 ms pause after it, give or take a frame.
+        let got = heard.load(Ordering::SeqCst) as u64;
+        assert!(
+            (samples(1_000)..=samples(1_000 + PREROLL_MS + 100 + 100)).contains(&got),
+            "{got} samples"
+        );
+        assert!(next(&mut rx, |e| matches!(e, VoiceEvent::TurnFinished { .. })).await);
+        let chat = session.shutdown().await.unwrap();
+        assert_eq!(chat.conversation().record().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_pause_it_calls_unfinished_keeps_listening_and_a_failed_model_leaves_it_to_silence() {
+        let (session, mut rx, asked, _) = session_with(Some(0.1));
+        assert!(next(&mut rx, |e| *e == VoiceEvent::SpeechStarted).await);
+        // Three seconds of silence go by: asked once, and the turn goes on.
+        let ended = tokio::time::timeout(Duration::from_secs(3), async {
+            next(&mut rx, |e| *e == VoiceEvent::SpeechEnded).await
+        })
+        .await;
+        assert!(ended.is_err(), "an unfinished sentence was ended");
+        assert_eq!(asked.load(Ordering::SeqCst), 1, "once per pause");
+        drop(session.shutdown().await);
+
+        // A model that fails is said once; silence (800 ms, no model) decides from then on.
+        let (session, mut rx, asked, _) = session_with(None);
+        assert!(next(&mut rx, |e| matches!(e, VoiceEvent::Failed { .. })).await);
+        assert!(next(&mut rx, |e| *e == VoiceEvent::SpeechEnded).await);
+        assert_eq!(asked.load(Ordering::SeqCst), 1);
+        drop(session.shutdown().await);
     }
 }
