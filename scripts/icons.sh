@@ -24,7 +24,7 @@ png2icns icon.icns icon-16.tmp.png icon-32.tmp.png icon-128.tmp.png icon-256.tmp
 rm -f icon-*.tmp.png
 # The tray: the microphone on a disc whose colour says the state.
 mkdir -p tray
-for s in "idle:#64748b" "listening:#dc2626" "thinking:#d97706" "speaking:#16a34a" "error:#7c2d12"; do
+for s in "idle:#64748b" "hands-free:#2563eb" "listening:#dc2626" "thinking:#d97706" "speaking:#16a34a" "error:#7c2d12"; do
   $C -size 64x64 xc:none -fill "${s#*:}" -draw 'circle 32,32 32,4' -fill white -draw 'roundrectangle 25,14 39,38 7,7' \
     -stroke white -strokewidth 4 -fill none -draw 'arc 18,22 46,46 0,180' -draw 'line 32,46 32,52' "PNG32:tray/${s%%:*}.png"
 done

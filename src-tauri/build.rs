@@ -13,6 +13,8 @@ const COMMANDS: &[&str] = &[
     "quit",
     "ptt",
     "ptt_toggle",
+    "set_hands_free",
+    "set_muted",
     "refresh",
     "reset_context",
     "set_max_turns",

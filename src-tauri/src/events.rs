@@ -24,6 +24,13 @@ pub enum Status {
     },
     /// A turn can be taken: press to talk.
     Ready,
+    /// Conversation mode (issue 23): the microphone is open and Hark hears where the user
+    /// starts speaking; half-duplex (`full_duplex: false`) it does not listen while it
+    /// speaks. Muted, it hears nothing until unmuted.
+    HandsFree {
+        full_duplex: bool,
+        muted: bool,
+    },
     Listening,
     Thinking,
     Speaking,
@@ -50,6 +57,9 @@ impl Status {
         match self {
             Status::Preparing { what } | Status::Waiting { what } => format!("Hark — {what}"),
             Status::Ready => "Hark — ready".into(),
+            Status::HandsFree { muted: true, .. } => "Hark — hands-free, muted".into(),
+            Status::HandsFree { full_duplex: false, .. } => "Hark — listening hands-free (half-duplex)".into(),
+            Status::HandsFree { .. } => "Hark — listening hands-free".into(),
             Status::Listening => "Hark — listening".into(),
             Status::Thinking => "Hark — thinking".into(),
             Status::Speaking => "Hark — speaking".into(),
@@ -61,7 +71,8 @@ impl Status {
     /// Which of the tray's icons shows it.
     pub fn icon(&self) -> TrayIcon {
         match self {
-            Status::Ready => TrayIcon::Idle,
+            Status::Ready | Status::HandsFree { muted: true, .. } => TrayIcon::Idle,
+            Status::HandsFree { .. } => TrayIcon::HandsFree,
             Status::Listening => TrayIcon::Listening,
             Status::Thinking | Status::Preparing { .. } | Status::Waiting { .. } => TrayIcon::Thinking,
             Status::Speaking => TrayIcon::Speaking,
@@ -73,12 +84,18 @@ impl Status {
     pub fn can_listen(&self) -> bool {
         matches!(
             self,
-            Status::Ready | Status::Listening | Status::Thinking | Status::Speaking | Status::NoMicrophone { .. }
+            Status::Ready
+                | Status::HandsFree { .. }
+                | Status::Listening
+                | Status::Thinking
+                | Status::Speaking
+                | Status::NoMicrophone { .. }
         )
     }
 
     /// The status after a voice event, if it changes. `idle` is what "idle" means now:
-    /// [`Status::Ready`], or [`Status::NoMicrophone`] while no microphone can be opened.
+    /// [`Status::Ready`] (or [`Status::HandsFree`]), or [`Status::NoMicrophone`] while no
+    /// microphone can be opened.
     pub fn after(&self, event: &VoiceEvent, idle: &Status) -> Option<Status> {
         let next = match event {
             VoiceEvent::ListeningStarted { .. } => Status::Listening,
@@ -108,6 +125,8 @@ impl Status {
 #[serde(rename_all = "snake_case")]
 pub enum TrayIcon {
     Idle,
+    /// Listening hands-free: the microphone is open, no turn under way.
+    HandsFree,
     Listening,
     Thinking,
     Speaking,
@@ -168,6 +187,9 @@ pub enum AppEvent {
     ConsentSettled { id: String },
     /// A tool server's state or tools changed (`tool_servers` has the new list).
     ToolServersChanged,
+    /// Conversation mode is now on or off (the window's switch follows it, however it was
+    /// turned: the tray, the shortcut, or a start that could not open the microphone).
+    HandsFree { on: bool },
 }
 
 #[cfg(test)]

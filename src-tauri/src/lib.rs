@@ -179,15 +179,30 @@ pub fn run() {
         )
         .plugin(
             tauri_plugin_global_shortcut::Builder::new()
-                .with_handler(|app, _shortcut, event| {
+                .with_handler(|app, shortcut, event| {
                     use tauri_plugin_global_shortcut::ShortcutState;
-                    let key = if event.state() == ShortcutState::Pressed {
-                        Key::Press
-                    } else {
-                        Key::Release
-                    };
-                    // Not ready yet: key() tells the window why (nothing is dropped silently).
-                    let _ = app.state::<AppState>().key(key);
+                    let pressed = event.state() == ShortcutState::Pressed;
+                    let state = app.state::<AppState>();
+                    match shortcut::which(&state.settings(), shortcut) {
+                        Some(shortcut::Action::HandsFree) => {
+                            if pressed {
+                                runtime::spawn_hands_free(app, !state.settings().hands_free);
+                            }
+                        }
+                        Some(shortcut::Action::Mute) => {
+                            if pressed {
+                                if let Err(e) = state.toggle_muted() {
+                                    state.problem(e);
+                                }
+                                tray::show_switches(app);
+                            }
+                        }
+                        _ => {
+                            // Not ready yet: key() tells the window why (nothing is dropped
+                            // silently).
+                            let _ = state.key(if pressed { Key::Press } else { Key::Release });
+                        }
+                    }
                 })
                 .build(),
         )
@@ -253,8 +268,14 @@ pub fn run() {
                 tracing::warn!("no tray icon: {e}");
             }
             let state = app.state::<AppState>();
-            if let Err(e) = shortcut::replace(app.handle(), &settings.shortcut, None) {
-                state.problem(e);
+            for accelerator in [
+                &settings.shortcut,
+                &settings.hands_free_shortcut,
+                &settings.mute_shortcut,
+            ] {
+                if let Err(e) = shortcut::replace(app.handle(), accelerator, None) {
+                    state.problem(e);
+                }
             }
             overlay::set(app.handle(), settings.overlay);
             let hidden = args.hidden || args.toggle || settings.start_hidden;

@@ -1,5 +1,5 @@
-//! The optional overlay: a small always-on-top window that shows Hark listening, thinking
-//! or speaking while the main window is hidden or behind others (Settings → Overlay).
+//! The optional overlay: a small always-on-top window that shows Hark listening (by the key
+//! or hands-free), thinking or speaking while the main window is hidden or behind others (Settings → Overlay).
 
 use tauri::{AppHandle, Manager, WebviewUrl, WebviewWindowBuilder};
 
@@ -47,10 +47,14 @@ pub fn set(app: &AppHandle, on: bool) {
     }
 }
 
-/// Shows the overlay while a turn is under way, hides it otherwise.
+/// Shows the overlay while a turn is under way, and all the time conversation mode listens
+/// (or is muted: the overlay says so); hides it otherwise.
 pub fn follow(app: &AppHandle, status: &Status) {
     if let Some(w) = app.get_webview_window(LABEL) {
-        let active = matches!(status, Status::Listening | Status::Thinking | Status::Speaking);
+        let active = matches!(
+            status,
+            Status::Listening | Status::Thinking | Status::Speaking | Status::HandsFree { .. }
+        );
         let _ = if active { w.show() } else { w.hide() };
     }
 }

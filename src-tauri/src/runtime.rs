@@ -10,11 +10,15 @@ use std::time::{Duration, Instant};
 use hark_core::assembly::{Llm, Profile};
 use hark_core::audio::input::Microphone;
 use hark_core::audio::playback::{AudioOut, ClockOut, Speaker};
+use hark_core::audio::turn::{SmartTurn, TurnModel};
+use hark_core::audio::vad::{self, Silero, SpeechProbability};
 use hark_core::error::ErrorKind;
 use hark_core::models::{Manifest, ModelKind, ModelSpec, ModelStore, Phase, Progress};
 use hark_core::secrets::Keychain;
 use hark_core::session::ptt::Key;
+use hark_core::session::voice::hands_free::{self, HandsFreeOptions};
 use hark_core::session::voice::{self, ActorOptions, Voice, VoiceEvent};
+use hark_core::session::ChatSession;
 use hark_core::stt::Transcriber;
 use hark_core::tts::system::SystemVoice;
 use tauri::{AppHandle, Manager};
@@ -24,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error::{CmdResult, CommandError};
 use crate::events::{AppEvent, Download, Status};
 use crate::settings::AppSettings;
-use crate::state::{lock, AppState, Runtime};
+use crate::state::{lock, AppState, HandsFree, Listener, Runtime};
 
 /// Starts the forwarder that takes every voice session's events to the windows and the
 /// status line. Returns where the sessions send them.
@@ -61,7 +65,7 @@ fn describe(models: &[ModelSpec]) -> String {
             ModelKind::Stt => "speech",
             ModelKind::Tts | ModelKind::Runtime => "voice",
             ModelKind::Embed => "memory",
-            ModelKind::Vad => "hands-free",
+            ModelKind::Vad | ModelKind::Turn => "hands-free",
         })
         .fold(Vec::new(), |mut kinds, k| {
             if !kinds.contains(&k) {
@@ -151,13 +155,17 @@ impl Meter {
 /// Fetches the models the settings need, reporting progress to the windows. Cancelling
 /// stops it (the parts already fetched stay for the next try, which resumes).
 pub async fn fetch_models(app: &AppHandle, profile: &Profile) -> CmdResult<()> {
-    let state = app.state::<AppState>();
-    let missing = missing_models(profile, &state.keychain)?;
+    let missing = missing_models(profile, &app.state::<AppState>().keychain)?;
+    fetch_missing(app, missing).await
+}
+
+/// Downloads `missing` (if anything is), the status line saying what.
+async fn fetch_missing(app: &AppHandle, missing: Vec<ModelSpec>) -> CmdResult<()> {
     if missing.is_empty() {
         return Ok(());
     }
     let what = describe(&missing);
-    state.set_status(Status::Preparing {
+    app.state::<AppState>().set_status(Status::Preparing {
         what: format!("Downloading {what}"),
     });
     download(app, missing, what).await
@@ -303,6 +311,14 @@ async fn memory(state: &AppState, store: &Arc<hark_core::store::Store>) {
     }
 }
 
+/// What idle means now: ready (for the key, or listening hands-free), or no microphone.
+async fn idle_status(state: &AppState, s: &AppSettings) -> Status {
+    match microphone(s).await {
+        Status::Ready => state.ready(),
+        missing => missing,
+    }
+}
+
 /// Whether a microphone is there to listen with (the status says so when not). Listing
 /// devices probes each (ALSA): a blocking thread's work.
 async fn microphone(s: &AppSettings) -> Status {
@@ -338,8 +354,9 @@ pub async fn switch(app: &AppHandle, session: Option<String>) -> CmdResult<Strin
     }
     let mut rt = state.runtime.lock().await;
     *lock(&state.voice) = None;
+    *lock(&state.hands_free) = None;
     if let Some(old) = rt.take() {
-        let _ = old.voice.shutdown().await;
+        let _ = old.listener.shutdown().await;
     }
     let kc = &state.keychain;
     if settings.profile.llm(kc) == Llm::Local {
@@ -379,27 +396,24 @@ pub async fn switch(app: &AppHandle, session: Option<String>) -> CmdResult<Strin
     voice.stt.prepare();
     chat.prefill();
     let id = chat.id().to_string();
-    let events = app.state::<Forwarder>().0.clone();
-    let session = voice::spawn(
-        chat,
-        voice,
-        ActorOptions {
-            mode: settings.ptt_mode,
-            input_device: settings.input_device.clone(),
-            input: Arc::new(Microphone),
-            cues: settings.sound_cues,
-            pipeline: Default::default(),
-            // The tool servers' consent questions are spoken, and answered by the next press.
-            questions: app
-                .try_state::<crate::tool_servers::Tools>()
-                .map(|t| t.questions.clone()),
-        },
-        events,
-    );
-    *lock(&state.voice) = Some(session.handle().clone());
+    let options = ActorOptions {
+        mode: settings.ptt_mode,
+        input_device: settings.input_device.clone(),
+        input: Arc::new(Microphone),
+        cues: settings.sound_cues,
+        pipeline: Default::default(),
+        // The tool servers' consent questions are spoken, and answered by the next press
+        // (hands-free: by the next utterance).
+        questions: app
+            .try_state::<crate::tool_servers::Tools>()
+            .map(|t| t.questions.clone()),
+    };
+    let listener = listen(app, chat, &voice, &options, &settings).await;
     *rt = Some(Runtime {
         session_id: id.clone(),
-        voice: session,
+        listener,
+        voice,
+        options,
         _local: local,
     });
     drop(rt);
@@ -411,8 +425,8 @@ pub async fn switch(app: &AppHandle, session: Option<String>) -> CmdResult<Strin
             state.problem(CommandError::new(ErrorKind::Settings, e.to_string()));
         }
     }
-    state.set_status(Status::Ready);
-    let idle = microphone(&settings).await;
+    state.set_status(state.ready());
+    let idle = idle_status(&state, &settings).await;
     if let Status::NoMicrophone { message } = &idle {
         state.problem(CommandError::new(ErrorKind::Microphone, message.clone()));
     }
@@ -430,6 +444,173 @@ pub async fn switch(app: &AppHandle, session: Option<String>) -> CmdResult<Strin
         });
     }
     Ok(id)
+}
+
+/// Starts the voice actor on `chat`: hands-free when the settings say so (issue 23), else
+/// behind the key. Hands-free that cannot start (its model cannot be fetched or loaded, the
+/// microphone will not open) says why in a banner and falls back to the key, on the same
+/// conversation. Sets the handle the shortcut and the window use, and conversation mode's
+/// state.
+async fn listen(
+    app: &AppHandle,
+    mut chat: ChatSession,
+    voice: &Voice,
+    options: &ActorOptions,
+    settings: &AppSettings,
+) -> Listener {
+    let state = app.state::<AppState>();
+    let events = app.state::<Forwarder>().0.clone();
+    if settings.hands_free {
+        match detector(app).await {
+            Ok((vad, turn)) => {
+                let hands_free = HandsFreeOptions {
+                    echo_cancellation: settings.echo_cancellation,
+                    ..HandsFreeOptions::default()
+                };
+                match hands_free::spawn(
+                    chat,
+                    voice.clone(),
+                    options.clone(),
+                    vad,
+                    turn,
+                    hands_free,
+                    events.clone(),
+                ) {
+                    Ok(session) => {
+                        tracing::info!(
+                            full_duplex = session.full_duplex(),
+                            "listening hands-free on {}",
+                            session.device()
+                        );
+                        *lock(&state.hands_free) = Some(HandsFree {
+                            full_duplex: session.full_duplex(),
+                            mute: session.mute().clone(),
+                        });
+                        *lock(&state.voice) = Some(session.handle().clone());
+                        state.emit(AppEvent::HandsFree { on: true });
+                        return Listener::HandsFree(session);
+                    }
+                    Err(not) => {
+                        state.problem(
+                            CommandError::from(not.error)
+                                .with_next_step("conversation mode is off; check the microphone in Settings → Speech"),
+                        );
+                        chat = *not.chat;
+                    }
+                }
+            }
+            Err(e) => state.problem(e),
+        }
+        // The switch shows the truth: off, until the user turns it on again.
+        let mut s = lock(&state.settings);
+        s.hands_free = false;
+        if let Err(e) = crate::settings::save(&s) {
+            tracing::warn!("{e}");
+        }
+    }
+    let session = voice::spawn(chat, voice.clone(), options.clone(), events);
+    *lock(&state.voice) = Some(session.handle().clone());
+    state.emit(AppEvent::HandsFree { on: false });
+    Listener::PushToTalk(session)
+}
+
+/// Hands-free listening's models, Silero VAD and Smart Turn: fetched first if they are not
+/// here yet (with the download bar; Silero's entry requires Smart Turn) and loaded off the
+/// async threads (they load ONNX Runtime). Smart Turn that does not load is said in the
+/// log, and silence alone ends turns; the detector is required.
+async fn detector(app: &AppHandle) -> CmdResult<(Box<dyn SpeechProbability>, Option<Box<dyn TurnModel>>)> {
+    let manifest = Manifest::load()?;
+    let store = ModelStore::default_dir();
+    let missing: Vec<ModelSpec> = manifest
+        .with_requirements(vad::MODEL_ID)?
+        .into_iter()
+        .filter(|m| !store.is_ready(m))
+        .cloned()
+        .collect();
+    fetch_missing(app, missing).await?;
+    let files = Profile::default().vad_files(&manifest, &store)?;
+    let turn_files = Profile::default().turn_files(&manifest, &store)?;
+    let (vad, turn) = tokio::task::spawn_blocking(move || (Silero::load(&files), SmartTurn::load(&turn_files)))
+        .await
+        .map_err(|e| {
+            CommandError::new(
+                ErrorKind::LocalEngine,
+                format!("the hands-free model did not load: {e}"),
+            )
+        })?;
+    let vad = vad.map_err(|e| {
+        CommandError::from(e).with_next_step("conversation mode is off; Settings → Offline models fetches it again")
+    })?;
+    let turn: Option<Box<dyn TurnModel>> = match turn {
+        Ok(t) => Some(Box::new(t)),
+        Err(e) => {
+            tracing::warn!("the end-of-turn model did not load ({e}); silence alone ends turns");
+            None
+        }
+    };
+    Ok((Box::new(vad), turn))
+}
+
+/// Turns conversation mode on or off on the running conversation (the window's switch,
+/// the tray, the shortcut), and saves the choice. With no conversation open yet it is only
+/// saved: the session starts in that mode.
+pub async fn set_hands_free(app: &AppHandle, on: bool) -> CmdResult<()> {
+    let state = app.state::<AppState>();
+    {
+        let mut s = lock(&state.settings);
+        s.hands_free = on;
+        crate::settings::save(&s).map_err(|e| CommandError::new(ErrorKind::Settings, e.to_string()))?;
+    }
+    let settings = state.settings();
+    let mut rt = state.runtime.lock().await;
+    let Some(Runtime {
+        session_id,
+        listener,
+        voice,
+        options,
+        _local,
+    }) = rt.take()
+    else {
+        return Ok(());
+    };
+    *lock(&state.voice) = None;
+    *lock(&state.hands_free) = None;
+    let chat = match listener.shutdown().await {
+        Ok(chat) => chat,
+        Err(e) => {
+            // The actor had failed: start the conversation afresh from the store.
+            tracing::warn!("the voice session had stopped ({e}); starting it again");
+            drop(rt);
+            drop(_local);
+            switch(app, Some(session_id)).await?;
+            crate::tray::show_switches(app);
+            return Ok(());
+        }
+    };
+    let listener = listen(app, chat, &voice, &options, &settings).await;
+    *rt = Some(Runtime {
+        session_id,
+        listener,
+        voice,
+        options,
+        _local,
+    });
+    drop(rt);
+    // No turn is under way in the new actor: the status is its idle one at once.
+    state.idle_now(idle_status(&state, &settings).await);
+    crate::tray::show_switches(app);
+    Ok(())
+}
+
+/// [`set_hands_free`] from a place that cannot wait (the tray, the shortcut); a failure is
+/// a banner.
+pub fn spawn_hands_free(app: &AppHandle, on: bool) {
+    let app = app.clone();
+    tauri::async_runtime::spawn(async move {
+        if let Err(e) = set_hands_free(&app, on).await {
+            app.state::<AppState>().problem(e);
+        }
+    });
 }
 
 /// Where the voice sessions send their events (managed state).

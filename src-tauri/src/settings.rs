@@ -54,6 +54,16 @@ pub struct AppSettings {
     /// `CommandOrControl+Shift+Space`); the window shows it per platform.
     pub shortcut: String,
     pub ptt_mode: PttMode,
+    /// Conversation mode (issue 23): no key; the microphone stays open while it is on
+    /// (and only then), and Hark hears where the user starts and stops speaking.
+    pub hands_free: bool,
+    /// Cancel Hark's own voice from the microphone, so it listens while it speaks and a
+    /// voice can interrupt it; off, hands-free is half-duplex.
+    pub echo_cancellation: bool,
+    /// Global shortcut that turns conversation mode on and off.
+    pub hands_free_shortcut: String,
+    /// Global shortcut that pauses hands-free listening and resumes it.
+    pub mute_shortcut: String,
     /// Short sounds when listening starts and stops.
     pub sound_cues: bool,
     /// A small always-on-top window while listening or speaking.
@@ -78,6 +88,11 @@ fn done() -> bool {
 
 /// The default push-to-talk shortcut.
 pub const DEFAULT_SHORTCUT: &str = "CommandOrControl+Shift+Space";
+/// The default shortcuts of conversation mode and its mute. Three modifiers: with two, a
+/// global shortcut would take keys other apps use while Hark runs (⌘⇧H is Finder's Home,
+/// Ctrl+Shift+M and ⌘⇧M mute a Teams call).
+pub const DEFAULT_HANDS_FREE_SHORTCUT: &str = "CommandOrControl+Alt+Shift+H";
+pub const DEFAULT_MUTE_SHORTCUT: &str = "CommandOrControl+Alt+Shift+M";
 
 impl Default for AppSettings {
     fn default() -> Self {
@@ -87,6 +102,10 @@ impl Default for AppSettings {
             output_device: None,
             shortcut: DEFAULT_SHORTCUT.into(),
             ptt_mode: PttMode::Hold,
+            hands_free: false,
+            echo_cancellation: true,
+            hands_free_shortcut: DEFAULT_HANDS_FREE_SHORTCUT.into(),
+            mute_shortcut: DEFAULT_MUTE_SHORTCUT.into(),
             sound_cues: true,
             overlay: false,
             theme: Theme::System,

@@ -1,11 +1,62 @@
-//! The global push-to-talk shortcut: registered with the system (tauri-plugin-global-shortcut,
-//! handled in Rust), replaced only when the new one registers, and shown per platform.
+//! The global shortcuts: push-to-talk, conversation mode and its mute. Registered with the
+//! system (tauri-plugin-global-shortcut, handled in Rust), replaced only when the new one
+//! registers, told apart when pressed, and shown per platform.
 
 use hark_core::error::ErrorKind;
 use tauri::AppHandle;
-use tauri_plugin_global_shortcut::GlobalShortcutExt;
+use tauri_plugin_global_shortcut::{GlobalShortcutExt, Shortcut};
 
 use crate::error::CommandError;
+use crate::settings::AppSettings;
+
+/// What a global shortcut does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    PushToTalk,
+    HandsFree,
+    Mute,
+}
+
+/// Which of the settings' shortcuts `pressed` is.
+pub fn which(settings: &AppSettings, pressed: &Shortcut) -> Option<Action> {
+    [
+        (&settings.hands_free_shortcut, Action::HandsFree),
+        (&settings.mute_shortcut, Action::Mute),
+        (&settings.shortcut, Action::PushToTalk),
+    ]
+    .into_iter()
+    .find(|(accelerator, _)| accelerator.parse::<Shortcut>().is_ok_and(|s| s == *pressed))
+    .map(|(_, action)| action)
+}
+
+/// Two of the settings' shortcuts that are the same keys would do two things at once: the
+/// second is refused, named.
+pub fn distinct(settings: &AppSettings) -> Result<(), CommandError> {
+    let named = [
+        ("push-to-talk", &settings.shortcut),
+        ("conversation mode", &settings.hands_free_shortcut),
+        ("mute", &settings.mute_shortcut),
+    ];
+    for (i, (a, ka)) in named.iter().enumerate() {
+        for (b, kb) in &named[i + 1..] {
+            let same = match (ka.parse::<Shortcut>(), kb.parse::<Shortcut>()) {
+                (Ok(x), Ok(y)) => x == y,
+                _ => ka.eq_ignore_ascii_case(kb),
+            };
+            if same {
+                return Err(CommandError::new(
+                    ErrorKind::Shortcut,
+                    format!(
+                        "the {b} shortcut {} is already the {a} shortcut",
+                        label(kb, Platform::current())
+                    ),
+                )
+                .with_next_step("pick different keys for each"));
+            }
+        }
+    }
+    Ok(())
+}
 
 /// Which platform's words a label uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,5 +183,32 @@ mod tests {
         assert_eq!(label("Ctrl+Alt+Shift+F9", Platform::Mac), "⌃⌥⇧F9");
         assert_eq!(label("Super+KeyH", Platform::Other), "Super+H");
         assert_eq!(label("Alt+Digit1", Platform::Mac), "⌥1");
+    }
+
+    /// Issue 23: conversation mode and its mute have shortcuts of their own; a press is told
+    /// apart by its keys, and the same keys for two of them are refused.
+    #[test]
+    fn each_shortcut_is_told_apart_and_two_alike_are_refused() {
+        let mut s = AppSettings::default();
+        let press = |a: &str| a.parse::<Shortcut>().unwrap();
+        assert_eq!(
+            which(&s, &press("CommandOrControl+Shift+Space")),
+            Some(Action::PushToTalk)
+        );
+        assert_eq!(
+            which(&s, &press("CommandOrControl+Alt+Shift+H")),
+            Some(Action::HandsFree)
+        );
+        assert_eq!(which(&s, &press("CommandOrControl+Alt+Shift+M")), Some(Action::Mute));
+        assert_eq!(which(&s, &press("CommandOrControl+Shift+M")), None);
+        assert_eq!(which(&s, &press("Control+Alt+M")), None);
+        assert!(distinct(&s).is_ok());
+        s.mute_shortcut = "CommandOrControl+Shift+Space".into();
+        let e = distinct(&s).unwrap_err();
+        assert!(
+            e.message.contains("mute") && e.message.contains("push-to-talk"),
+            "{}",
+            e.message
+        );
     }
 }

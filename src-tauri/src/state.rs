@@ -13,7 +13,9 @@ use hark_core::conversation::PanelView;
 use hark_core::error::ErrorKind;
 use hark_core::secrets::Keychain;
 use hark_core::session::ptt::Key;
-use hark_core::session::voice::{VoiceEvent, VoiceHandle};
+use hark_core::session::voice::hands_free::{HandsFreeSession, Mute};
+use hark_core::session::voice::{ActorOptions, Voice, VoiceEvent, VoiceHandle, VoiceSession, VoiceStopped};
+use hark_core::session::ChatSession;
 use hark_core::store::Store;
 use tauri::ipc::Channel;
 use tokio_util::sync::CancellationToken;
@@ -48,12 +50,41 @@ pub enum Fatal {
     Settings(std::path::PathBuf),
 }
 
-/// A running session: the voice actor, and the offline model's server when the session
-/// uses it (stopped when the runtime is dropped). `runtime` starts it; it is kept here.
+/// A running session: the voice actor (behind the key or hands-free), what it was started
+/// with, and the offline model's server when the session uses it (stopped when the runtime
+/// is dropped). `runtime` starts it; it is kept here.
 pub struct Runtime {
     pub session_id: String,
-    pub voice: hark_core::session::voice::VoiceSession,
+    pub listener: Listener,
+    /// The speech pipeline and the actor's options, kept so that conversation mode can be
+    /// turned on or off on the same conversation without building them again.
+    pub voice: Voice,
+    pub options: ActorOptions,
     pub _local: Option<hark_core::local::LocalLlm>,
+}
+
+/// How the session hears the user: push-to-talk, or hands-free (issue 23; the microphone
+/// stays open only while this is the one).
+pub enum Listener {
+    PushToTalk(VoiceSession),
+    HandsFree(HandsFreeSession),
+}
+
+impl Listener {
+    /// Ends the actor (and closes an open microphone); the conversation comes back.
+    pub async fn shutdown(self) -> Result<ChatSession, VoiceStopped> {
+        match self {
+            Listener::PushToTalk(s) => s.shutdown().await,
+            Listener::HandsFree(s) => s.shutdown().await,
+        }
+    }
+}
+
+/// Conversation mode as it runs: whether Hark listens while it speaks, and the mute.
+#[derive(Debug, Clone)]
+pub struct HandsFree {
+    pub full_duplex: bool,
+    pub mute: Mute,
 }
 
 pub struct AppState {
@@ -68,6 +99,9 @@ pub struct AppState {
     /// The running session's handle, for the shortcut, the tray and `ptt` (which must not
     /// wait behind a session switch).
     pub voice: Mutex<Option<VoiceHandle>>,
+    /// Conversation mode while it runs (for the status line, the mute and the key, which
+    /// must not wait behind a session switch either).
+    pub hands_free: Mutex<Option<HandsFree>>,
     /// Each window's channel, by window label.
     channels: Mutex<HashMap<String, Channel<AppEvent>>>,
     status: Mutex<Status>,
@@ -104,6 +138,7 @@ impl AppState {
             settings: Mutex::new(settings),
             runtime: tokio::sync::Mutex::new(None),
             voice: Mutex::new(None),
+            hands_free: Mutex::new(None),
             channels: Mutex::new(HashMap::new()),
             status: Mutex::new(status),
             idle: Mutex::new(Status::Ready),
@@ -187,20 +222,80 @@ impl AppState {
         self.emit(AppEvent::Status { status });
     }
 
-    /// What idle means from now on (ready, or no microphone); applied at once when idle.
+    /// What idle means from now on (ready, listening hands-free, or no microphone); applied
+    /// at once when idle.
     pub fn set_idle(&self, idle: Status) {
         *lock(&self.idle) = idle.clone();
         let now = self.status();
-        if matches!(now, Status::Ready | Status::NoMicrophone { .. }) {
+        if matches!(
+            now,
+            Status::Ready | Status::HandsFree { .. } | Status::NoMicrophone { .. }
+        ) {
             self.set_status(idle);
         }
     }
 
+    /// The session is idle now, whatever the status said (a new actor has no turn under
+    /// way): `idle` is the status and what idle means.
+    pub fn idle_now(&self, idle: Status) {
+        *lock(&self.idle) = idle.clone();
+        self.set_status(idle);
+    }
+
+    /// Idle with a microphone: ready for the key, or listening hands-free (and whether
+    /// muted).
+    pub fn ready(&self) -> Status {
+        match &*lock(&self.hands_free) {
+            Some(h) => Status::HandsFree {
+                full_duplex: h.full_duplex,
+                muted: h.mute.is_muted(),
+            },
+            None => Status::Ready,
+        }
+    }
+
+    /// Pauses or resumes hands-free listening (the mute shortcut, the tray, the window).
+    pub fn set_muted(&self, muted: bool) -> CmdResult<()> {
+        let Some(h) = lock(&self.hands_free).clone() else {
+            return Err(CommandError::new(
+                ErrorKind::NotReady,
+                "conversation mode is off: there is nothing to mute",
+            )
+            .with_next_step("turn conversation mode on first"));
+        };
+        h.mute.set(muted);
+        tracing::info!(muted, "hands-free listening");
+        self.set_idle(self.ready());
+        Ok(())
+    }
+
+    /// Mutes hands-free listening if it listens, unmutes it if muted (the shortcut, the
+    /// tray).
+    pub fn toggle_muted(&self) -> CmdResult<()> {
+        let muted = matches!(self.ready(), Status::HandsFree { muted: true, .. });
+        self.set_muted(!muted)
+    }
+
     /// A voice event: to the windows, and into the status line.
     pub fn voice_event(&self, event: VoiceEvent) {
+        // The turn's course in the debug log (never what was said: the log is no transcript).
+        match &event {
+            VoiceEvent::SpeechStarted
+            | VoiceEvent::SpeechEnded
+            | VoiceEvent::ListeningStarted { .. }
+            | VoiceEvent::ThinkingStarted
+            | VoiceEvent::SpeakingStarted
+            | VoiceEvent::Idle => tracing::debug!(?event, "voice"),
+            VoiceEvent::NoTurn { reason } => tracing::debug!(?reason, "voice: no turn"),
+            VoiceEvent::TranscriptFinal { text } => {
+                tracing::debug!(words = text.split_whitespace().count(), "voice: transcript")
+            }
+            VoiceEvent::ReplyInterrupted { heard_ms, .. } => tracing::debug!(heard_ms, "voice: reply interrupted"),
+            _ => {}
+        }
         if let VoiceEvent::ListeningStarted { .. } = event {
-            // A microphone opened: idle is ready again.
-            *lock(&self.idle) = Status::Ready;
+            // A microphone opened: idle is ready (or hands-free) again.
+            *lock(&self.idle) = self.ready();
         }
         if let VoiceEvent::Failed { kind, message, .. } = &event {
             if *kind == ErrorKind::Microphone {
@@ -221,6 +316,22 @@ impl AppState {
     /// yet (Hark is still preparing) the window says what is being prepared, in a notice
     /// rather than an error: nothing is silently dropped.
     pub fn key(&self, key: Key) -> CmdResult<()> {
+        if lock(&self.hands_free).is_some() {
+            // Hands-free, the detector holds the actor's key: a press of the user's own
+            // would leave the two out of step. Saying so beats doing nothing.
+            if key == Key::Release {
+                return Ok(());
+            }
+            let notice = CommandError::new(
+                ErrorKind::NotReady,
+                "conversation mode is on: just speak, Hark hears you without the key",
+            )
+            .with_next_step("turn conversation mode off to push to talk");
+            self.emit(AppEvent::Problem {
+                problem: notice.clone(),
+            });
+            return Err(notice);
+        }
         let handle = lock(&self.voice).clone();
         match handle {
             Some(h) if self.status().can_listen() => h

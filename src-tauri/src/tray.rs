@@ -1,10 +1,10 @@
-//! Hark in the tray: an icon and tooltip that follow the status (idle, listening, thinking,
-//! speaking, error), and a menu: Show Hark, Push to talk, New conversation, Settings,
-//! Check for updates, Quit. Closing the window only hides it; Quit ends the app and its
-//! offline model server.
+//! Hark in the tray: an icon and tooltip that follow the status (idle, listening hands-free,
+//! listening, thinking, speaking, error), and a menu: Show Hark, Push to talk, Conversation
+//! mode (hands-free) and its Mute, New conversation, Settings, Check for updates, Quit.
+//! Closing the window only hides it; Quit ends the app and its offline model server.
 
 use tauri::image::Image;
-use tauri::menu::{Menu, MenuItem, PredefinedMenuItem};
+use tauri::menu::{CheckMenuItem, Menu, MenuItem, PredefinedMenuItem};
 use tauri::tray::{MouseButton, MouseButtonState, TrayIconBuilder, TrayIconEvent};
 use tauri::{AppHandle, Manager};
 
@@ -25,6 +25,7 @@ fn image(icon: TrayIcon) -> Option<Image<'static>> {
         // The microphone cut out of a black disc: only its shape counts in a template.
         TrayIcon::Idle if template(icon) => include_bytes!("../../icons/tray/template.png"),
         TrayIcon::Idle => include_bytes!("../../icons/tray/idle.png"),
+        TrayIcon::HandsFree => include_bytes!("../../icons/tray/hands-free.png"),
         TrayIcon::Listening => include_bytes!("../../icons/tray/listening.png"),
         TrayIcon::Thinking => include_bytes!("../../icons/tray/thinking.png"),
         TrayIcon::Speaking => include_bytes!("../../icons/tray/speaking.png"),
@@ -42,16 +43,36 @@ pub fn show_main(app: &AppHandle) {
     }
 }
 
+/// The menu's two switches, kept to follow conversation mode however it was changed
+/// (managed state).
+struct Switches {
+    hands_free: CheckMenuItem<tauri::Wry>,
+    mute: CheckMenuItem<tauri::Wry>,
+}
+
 /// Builds the tray icon and its menu.
 pub fn build(app: &AppHandle, status: &Status, updates: bool) -> tauri::Result<()> {
     let show = MenuItem::with_id(app, "show", "Show Hark", true, None::<&str>)?;
     let ptt = MenuItem::with_id(app, "ptt", "Push to talk", true, None::<&str>)?;
+    let hands_free = CheckMenuItem::with_id(
+        app,
+        "hands_free",
+        "Conversation mode (hands-free)",
+        true,
+        false,
+        None::<&str>,
+    )?;
+    let mute = CheckMenuItem::with_id(app, "mute", "Mute listening", false, false, None::<&str>)?;
     let new = MenuItem::with_id(app, "new", "New conversation", true, None::<&str>)?;
     let settings = MenuItem::with_id(app, "settings", "Settings…", true, None::<&str>)?;
     let update = MenuItem::with_id(app, "update", "Check for updates…", updates, None::<&str>)?;
     let sep = PredefinedMenuItem::separator(app)?;
     let quit = MenuItem::with_id(app, "quit", "Quit Hark", true, None::<&str>)?;
-    let menu = Menu::with_items(app, &[&show, &ptt, &new, &settings, &update, &sep, &quit])?;
+    let menu = Menu::with_items(
+        app,
+        &[&show, &ptt, &hands_free, &mute, &new, &settings, &update, &sep, &quit],
+    )?;
+    app.manage(Switches { hands_free, mute });
     let mut builder = TrayIconBuilder::with_id(TRAY)
         .tooltip(status.tooltip())
         .menu(&menu)
@@ -80,6 +101,16 @@ fn on_menu(app: &AppHandle, id: &str) {
         "show" => show_main(app),
         "ptt" => {
             let _ = state.key(hark_core::session::ptt::Key::Toggle);
+        }
+        // A check item ticks itself when clicked: what it shows is set again from what
+        // happened (conversation mode may fail to start).
+        "hands_free" => {
+            let on = !state.settings().hands_free;
+            crate::runtime::spawn_hands_free(app, on);
+        }
+        "mute" => {
+            let _ = state.toggle_muted();
+            show_switches(app);
         }
         "new" => {
             let app = app.clone();
@@ -116,6 +147,20 @@ pub fn show_status(app: &AppHandle, status: &Status) {
         let _ = tray.set_icon_with_as_template(image(status.icon()), template(status.icon()));
         let _ = tray.set_tooltip(Some(status.tooltip()));
     }
+    if let Status::HandsFree { .. } | Status::Ready = status {
+        show_switches(app);
+    }
+}
+
+/// The menu's switches follow conversation mode and its mute.
+pub fn show_switches(app: &AppHandle) {
+    let (Some(switches), Some(state)) = (app.try_state::<Switches>(), app.try_state::<AppState>()) else {
+        return;
+    };
+    let on = crate::state::lock(&state.hands_free).clone();
+    let _ = switches.hands_free.set_checked(on.is_some());
+    let _ = switches.mute.set_enabled(on.is_some());
+    let _ = switches.mute.set_checked(on.is_some_and(|h| h.mute.is_muted()));
 }
 
 #[cfg(test)]
@@ -129,6 +174,7 @@ mod tests {
     fn on_macos_the_idle_icon_is_a_template_and_the_coloured_states_are_not() {
         assert_eq!(template(TrayIcon::Idle), cfg!(target_os = "macos"));
         for state in [
+            TrayIcon::HandsFree,
             TrayIcon::Listening,
             TrayIcon::Thinking,
             TrayIcon::Speaking,
@@ -136,7 +182,12 @@ mod tests {
         ] {
             assert!(!template(state), "{state:?}");
         }
-        for state in [TrayIcon::Idle, TrayIcon::Listening, TrayIcon::Error] {
+        for state in [
+            TrayIcon::Idle,
+            TrayIcon::HandsFree,
+            TrayIcon::Listening,
+            TrayIcon::Error,
+        ] {
             assert!(image(state).is_some(), "{state:?} decodes");
         }
     }

@@ -47,6 +47,17 @@ async fn assert_read_back(spoken: &[f32], reply: &str) {
     );
 }
 
+/// The history panel shows the first turn: "My name is Sam." and the loopback model's
+/// answer to it.
+async fn first_reply_is_nice_to_meet_you(app: &App) {
+    let h = app
+        .wait("the first reply in the panel", HISTORY, |v| in_context(v).len() == 2)
+        .await;
+    let ctx = in_context(&h);
+    assert!(ctx[0].to_lowercase().contains("my name is sam"), "{ctx:?}");
+    assert_eq!(ctx[1], "Nice to meet you, Sam!");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs scripts/test.sh (display, virtual audio, keyring, models)"]
 async fn the_desktop_app_end_to_end() {
@@ -81,12 +92,7 @@ async fn the_desktop_app_end_to_end() {
 
     // Turn 1, spoken: it appears in the transcript and in the history panel.
     speak(&app, &u1).await;
-    let h = app
-        .wait("the first reply in the panel", HISTORY, |v| in_context(v).len() == 2)
-        .await;
-    let ctx = in_context(&h);
-    assert!(ctx[0].to_lowercase().contains("my name is sam"), "{ctx:?}");
-    assert_eq!(ctx[1], "Nice to meet you, Sam!");
+    first_reply_is_nice_to_meet_you(&app).await;
     assert!(app.text("#transcript").await.contains("Nice to meet you, Sam!"));
     let stat_in: u64 = app.text("#stat-in").await.parse().expect("token stats filled in");
     assert!(stat_in > 0);
@@ -287,6 +293,48 @@ async fn the_desktop_app_end_to_end() {
         "the request carried the fact beside the system prompt"
     );
     app.phase("ready").await;
+
+    // Memory finds meaning (issue 24): with recall on, the embedding model is loaded and the
+    // earlier messages are embedded in the background. A question that shares no word with
+    // "My name is Sam." finds it in the Memory view, whose line says why (by meaning) and
+    // with what score. Searched again until the background indexing has reached it.
+    app.click("#open-memory").await;
+    let q = app.c.find(Locator::Css("#memory-query")).await.unwrap();
+    q.clear().await.unwrap();
+    q.send_keys("what am I called").await.unwrap();
+    const SEARCH: &str = "document.querySelector('#search-memory').click(); \
+        return Array.from(document.querySelectorAll('#search-results li.hit')).map(li => li.innerText)";
+    let found_by_meaning = |v: &Value| {
+        v.as_array().is_some_and(|hits| {
+            hits.iter().filter_map(Value::as_str).any(|h| {
+                let h = h.to_lowercase();
+                h.contains("my name is sam") && h.contains("meaning")
+            })
+        })
+    };
+    let hits = app
+        .wait_for(
+            "a result found by meaning",
+            SEARCH,
+            Duration::from_secs(120),
+            found_by_meaning,
+        )
+        .await;
+    let hit = hits
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .find(|h| h.to_lowercase().contains("my name is sam"))
+        .unwrap()
+        .to_string();
+    let score: f64 = hit
+        .rsplit('·')
+        .next()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or_else(|| panic!("a score on the line: {hit}"));
+    assert!(score > 0.0 && score <= 1.0, "{hit}");
+    app.click("#memory-close").await;
 
     // The conversation language (issue 13): chosen in Settings, its instruction follows the
     // system prompt in the history panel (and so in every request); "Automatic" takes it
@@ -761,4 +809,168 @@ async fn a_tool_server_added_in_settings_runs_in_a_spoken_turn() {
     );
     let users = stored.messages.iter().filter(|m| m.kind_name() == "user").count();
     assert_eq!(users, 3, "the spoken answer is not a message to the model");
+}
+
+/// How many streams are capturing from the virtual microphone now (PulseAudio's source
+/// outputs): conversation mode keeps one open, and only while it is on.
+fn capturing() -> usize {
+    let out = std::process::Command::new("pactl")
+        .args(["list", "short", "source-outputs"])
+        .output()
+        .expect("pactl (scripts/test.sh installs pulseaudio-utils)");
+    String::from_utf8_lossy(&out.stdout).lines().count()
+}
+
+/// Issue 23 in the real window, with the speakers next to the microphone (the virtual room):
+/// the switch turns conversation mode on and the microphone opens; a question played into
+/// the room is answered with no key; the reply, which the microphone hears, starts nothing;
+/// a voice over a long reply interrupts it, what was heard is recorded, and the new question
+/// is answered. Muted (its shortcut), a question starts nothing. Its shortcut turns
+/// conversation mode off, and the microphone closes. With Hark's own voice not cancelled,
+/// the window says it is half-duplex.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs scripts/test.sh (display, virtual audio, keyring, models)"]
+async fn conversation_mode_in_the_window_answers_the_room_and_a_voice_interrupts_the_reply() {
+    require_environment();
+    let _one = ONE_APP.lock().await;
+    let llm = FakeLlm::openai(None);
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = settings(
+        "Ctrl+Alt+Shift+F1",
+        json!({
+            "llm_provider": "openai", "llm_model": "local", "llm_base_url": llm.base_url(),
+            "stt": "whisper", "whisper_model": whisper_model(), "tts": "system",
+            "recall": false, "summarize": false, "log_level": "debug",
+        }),
+    );
+    s["hands_free_shortcut"] = json!("Ctrl+Alt+Shift+F2");
+    s["mute_shortcut"] = json!("Ctrl+Alt+Shift+F3");
+    let setup = Setup::new(dir.path(), "hands-free", Some(s));
+    let said = |name: &str, text: &str| {
+        let wav = dir.path().join(name);
+        espeak_wav(text, &wav);
+        wav
+    };
+    let u1 = said("u1.wav", "My name is Sam.");
+    let story = said("story.wav", "Tell me a story.");
+    // As in the core's full-duplex test: no full stop or comma, where espeak pauses and
+    // Smart Turn may call the half sentence finished ("Stop." became a turn of its own).
+    let over = said("over.wav", "Excuse me Hark tell me what is my name?");
+    let muted = said("muted.wav", "What time is it now?");
+    let app = open_app(&setup).await;
+    app.phase("ready").await;
+    assert_eq!(app.error_banners().await, "", "no setup problem");
+    let closed = capturing();
+
+    app.click("#hands-free").await;
+    app.phase("hands_free").await;
+    assert_eq!(capturing(), closed + 1, "the microphone is open while hands-free is on");
+    assert_eq!(app.js("return document.querySelector('#ptt').disabled").await, true);
+    assert_eq!(app.js("return !!document.querySelector('#duplex-note')").await, false);
+    assert_eq!(app.text("#state").await, "Listening hands-free");
+
+    // 1. A question played into the room, no key: answered.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    play(&u1).await;
+    first_reply_is_nice_to_meet_you(&app).await;
+    app.phase("hands_free").await;
+
+    // 2. The reply, which the microphone heard, started nothing, then or in the 2 s after.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    const USER_LINES: &str = "return document.querySelectorAll('#transcript li.user').length";
+    assert_eq!(app.js(USER_LINES).await, 1, "Hark heard itself");
+    assert_eq!(
+        app.js("return document.querySelectorAll('#transcript li.interrupted').length")
+            .await,
+        0
+    );
+    assert_eq!(stored(&setup.db).len(), 2);
+
+    // 3. A long reply, and a voice over it.
+    llm.push(hark_e2e::Behaviour::Text(
+        "Once upon a time there was a fox who lived in a deep green wood. Every morning it walked to the river. \
+         It watched the fish and the birds for hours. Then it went home and slept until the moon came up."
+            .into(),
+    ));
+    play(&story).await;
+    app.phase("speaking").await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    play(&over).await;
+    const HEARD: &str =
+        "const l = document.querySelector('#transcript li.interrupted .heard'); return l ? l.textContent : null";
+    let heard = app
+        .wait("the interrupted reply's heard text", HEARD, |v| {
+            v.as_str().is_some_and(|t| !t.trim().is_empty())
+        })
+        .await;
+    let heard = heard.as_str().unwrap().to_string();
+    assert!(heard.starts_with("Once upon a time"), "{heard}");
+    let h = app
+        .wait("the words over the reply, answered", HISTORY, |v| {
+            let ctx = in_context(v);
+            ctx.len() == 6 && !ctx[4].trim().is_empty() && !ctx[5].trim().is_empty()
+        })
+        .await;
+    let ctx = in_context(&h);
+    assert_eq!(ctx[3], heard, "the context carries what was heard (rule 9)");
+    // What whisper makes of the words spoken over the reply varies: AEC3 suppresses the
+    // voice it hears during double talk, and here the detector sometimes started only near
+    // the end of the words (2 runs in 6 of the suite's app tests heard "I've came." for
+    // them; issue 23 keeps the barge-in's words open). Heard whole, they are answered.
+    if ctx[4].to_lowercase().contains("what is my name") {
+        assert_eq!(ctx[5], "Your name is Sam.");
+    }
+    app.phase("hands_free").await;
+
+    // Muted by its shortcut: a question starts nothing.
+    key(true, "ctrl+alt+shift+F3");
+    key(false, "ctrl+alt+shift+F3");
+    app.wait(
+        "the muted status",
+        "return document.querySelector('#state').innerText",
+        |v| v == "Conversation mode: muted",
+    )
+    .await;
+    play(&muted).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(app.js(USER_LINES).await, 3, "a question was heard while muted");
+
+    // Its shortcut turns conversation mode off: the key again, and the microphone closed.
+    key(true, "ctrl+alt+shift+F2");
+    key(false, "ctrl+alt+shift+F2");
+    app.phase("ready").await;
+    assert_eq!(
+        app.js("return document.querySelector('#hands-free').checked").await,
+        false
+    );
+    assert_eq!(capturing(), closed, "the microphone is closed when hands-free is off");
+
+    // Hark's own voice not cancelled: half-duplex, and the window says so.
+    app.open_settings().await;
+    app.choose("select[name=echo_cancellation]", "Not cancelled").await;
+    app.save_settings().await;
+    app.phase("ready").await;
+    app.click("#hands-free").await;
+    app.phase("hands_free").await;
+    assert_eq!(app.text("#state").await, "Listening hands-free (half-duplex)");
+    assert!(app.text("#duplex-note").await.contains("Half-duplex"));
+    app.close().await;
+
+    // The record: three turns, the interrupted reply with what was heard.
+    let store = hark_core::store::Store::open(&setup.db).unwrap();
+    let session = store.list_sessions().unwrap().remove(0);
+    let stored = store.load_session(&session.id).unwrap();
+    let users = stored
+        .messages
+        .iter()
+        .filter(|m| matches!(m.kind, hark_core::conversation::MessageKind::User { .. }))
+        .count();
+    assert_eq!(users, 3, "{:?}", stored.messages);
+    let interrupted = stored.messages.iter().any(|m| match &m.kind {
+        hark_core::conversation::MessageKind::Assistant(a) => {
+            a.interrupted && a.heard.as_deref() == Some(heard.as_str())
+        }
+        _ => false,
+    });
+    assert!(interrupted, "the record keeps the heard text: {:?}", stored.messages);
 }

@@ -4,7 +4,7 @@
 //!
 //! # Layout
 //! - `app`: what a window needs at start, subscribing, logs, the fatal start-up recovery.
-//! - `talk`: push-to-talk, the conversation's context (reset, turns kept, system prompt,
+//! - `talk`: push-to-talk, conversation mode (hands-free) and its mute, the conversation's context (reset, turns kept, system prompt,
 //!   summary), the introduction's microphone, speaker and practice checks.
 //! - `sessions`: list, open, new, delete, export and import.
 //! - `settings`: saving settings, the shortcut, keys, devices, the choices offered.
@@ -44,6 +44,8 @@ pub fn builder() -> Builder<tauri::Wry> {
         app::quit,
         talk::ptt,
         talk::ptt_toggle,
+        talk::set_hands_free,
+        talk::set_muted,
         talk::refresh,
         talk::reset_context,
         talk::set_max_turns,

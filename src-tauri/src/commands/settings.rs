@@ -60,7 +60,10 @@ pub async fn save_settings(app: AppHandle, state: State<'_, AppState>, settings:
     // An unknown language, or one the offline speech model cannot hear, is refused here.
     settings.profile.check()?;
     let old = state.settings();
+    crate::shortcut::distinct(&settings)?;
     crate::shortcut::replace(&app, &settings.shortcut, Some(&old.shortcut))?;
+    crate::shortcut::replace(&app, &settings.hands_free_shortcut, Some(&old.hands_free_shortcut))?;
+    crate::shortcut::replace(&app, &settings.mute_shortcut, Some(&old.mute_shortcut))?;
     crate::settings::save(&settings).map_err(|e| CommandError::new(ErrorKind::Settings, e.to_string()))?;
     *lock(&state.settings) = settings.clone();
     apply(&app, &state, &settings)?;
@@ -82,6 +85,10 @@ pub async fn save_settings(app: AppHandle, state: State<'_, AppState>, settings:
 #[specta::specta]
 pub async fn set_shortcut(app: AppHandle, state: State<'_, AppState>, accelerator: String) -> CmdResult<Snapshot> {
     let old = state.settings().shortcut;
+    crate::shortcut::distinct(&AppSettings {
+        shortcut: accelerator.clone(),
+        ..state.settings()
+    })?;
     crate::shortcut::replace(&app, &accelerator, Some(&old))?;
     {
         let mut s = lock(&state.settings);

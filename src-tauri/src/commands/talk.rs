@@ -17,6 +17,7 @@ use hark_core::tts::{AudioChunk, TtsKind};
 use tauri::State;
 use tokio_util::sync::CancellationToken;
 
+use crate::commands::view::{snapshot, Snapshot};
 use crate::error::{CmdResult, CommandError};
 use crate::events::AppEvent;
 use crate::state::{lock, AppState};
@@ -48,6 +49,25 @@ pub fn ptt(state: State<'_, AppState>, pressed: bool) -> CmdResult<()> {
 #[specta::specta]
 pub fn ptt_toggle(state: State<'_, AppState>) -> CmdResult<()> {
     state.key(Key::Toggle)
+}
+
+/// Turns conversation mode (hands-free, issue 23) on or off on the open conversation, and
+/// saves it. Where it cannot start (no microphone, its model missing), a banner says why
+/// and Hark stays on the key.
+#[tauri::command]
+#[specta::specta]
+pub async fn set_hands_free(app: tauri::AppHandle, state: State<'_, AppState>, on: bool) -> CmdResult<Snapshot> {
+    crate::runtime::set_hands_free(&app, on).await?;
+    Ok(snapshot(&state).await)
+}
+
+/// Pauses hands-free listening (`muted`) or resumes it.
+#[tauri::command]
+#[specta::specta]
+pub fn set_muted(app: tauri::AppHandle, state: State<'_, AppState>, muted: bool) -> CmdResult<()> {
+    state.set_muted(muted)?;
+    crate::tray::show_switches(&app);
+    Ok(())
 }
 
 /// Asks for a fresh history panel.

@@ -257,7 +257,8 @@ impl App {
                 let banners = self
                     .js("return document.querySelector('#banners')?.innerText ?? ''")
                     .await;
-                panic!("timed out waiting for {what}; last value {v}; banners: {banners}");
+                let log = logs_under(&self.dir, 40);
+                panic!("timed out waiting for {what}; last value {v}; banners: {banners}\nthe app's log:\n{log}");
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
@@ -408,14 +409,32 @@ pub fn visible_windows(name: &str) -> Vec<u32> {
 /// The last `n` lines of the app's log (`hark.log.*` in the setup's log folder), for a
 /// failure message.
 pub fn log_tail(setup: &Setup, n: usize) -> String {
+    tail_of(&setup.logs, n)
+}
+
+/// The last `n` lines of the `hark.log.*` files in `folder`.
+fn tail_of(folder: &Path, n: usize) -> String {
     let mut text = String::new();
-    for entry in std::fs::read_dir(&setup.logs).into_iter().flatten().flatten() {
+    for entry in std::fs::read_dir(folder).into_iter().flatten().flatten() {
         if entry.file_name().to_string_lossy().starts_with("hark.log") {
             text.push_str(&std::fs::read_to_string(entry.path()).unwrap_or_default());
         }
     }
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// The last `n` lines of the logs of the apps set up in `dir` (each setup's `*-logs`
+/// folder), for a failure message.
+fn logs_under(dir: &Path, n: usize) -> String {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with("-logs"))
+        .map(|e| tail_of(&e.path(), n))
+        .collect::<Vec<_>>()
+        .join("\n--\n")
 }
 
 /// Sends a window the close request a window manager sends when its close button is
@@ -628,9 +647,15 @@ pub async fn wait_stored(db: &Path, n: usize) -> Vec<(String, String)> {
     }
 }
 
-/// Settings for a test app: onboarded, its own shortcut, plus `extra`.
+/// Settings for a test app: onboarded, its own shortcuts (push-to-talk as given; conversation
+/// mode and its mute the same key with Super for Alt, and with Super for Ctrl, so that no
+/// other test's app can hold them), plus `extra`.
 pub fn settings(shortcut: &str, extra: Value) -> Value {
-    let mut s = json!({"onboarded": true, "shortcut": shortcut, "sound_cues": false});
+    let mut s = json!({
+        "onboarded": true, "shortcut": shortcut, "sound_cues": false,
+        "hands_free_shortcut": shortcut.replacen("Alt", "Super", 1),
+        "mute_shortcut": shortcut.replacen("Ctrl", "Super", 1),
+    });
     for (k, v) in extra.as_object().unwrap() {
         s[k] = v.clone();
     }

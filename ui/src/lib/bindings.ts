@@ -125,6 +125,30 @@ async pttToggle() : Promise<Result<null, CommandError>> {
 }
 },
 /**
+ * Turns conversation mode (hands-free, issue 23) on or off on the open conversation, and
+ * saves it. Where it cannot start (no microphone, its model missing), a banner says why
+ * and Hark stays on the key.
+ */
+async setHandsFree(on: boolean) : Promise<Result<Snapshot, CommandError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("set_hands_free", { on }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * Pauses hands-free listening (`muted`) or resumes it.
+ */
+async setMuted(muted: boolean) : Promise<Result<null, CommandError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("set_muted", { muted }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
  * Asks for a fresh history panel.
  */
 async refresh() : Promise<Result<null, CommandError>> {
@@ -624,7 +648,12 @@ export type AppEvent =
 /**
  * A tool server's state or tools changed (`tool_servers` has the new list).
  */
-{ type: "tool_servers_changed" }
+{ type: "tool_servers_changed" } | 
+/**
+ * Conversation mode is now on or off (the window's switch follows it, however it was
+ * turned: the tray, the shortcut, or a start that could not open the microphone).
+ */
+{ type: "hands_free"; on: boolean }
 /**
  * Everything the Settings view edits.
  */
@@ -693,6 +722,24 @@ unload_after_minutes: number }) & { input_device: string | null; output_device: 
  * `CommandOrControl+Shift+Space`); the window shows it per platform.
  */
 shortcut: string; ptt_mode: PttMode; 
+/**
+ * Conversation mode (issue 23): no key; the microphone stays open while it is on
+ * (and only then), and Hark hears where the user starts and stops speaking.
+ */
+hands_free: boolean; 
+/**
+ * Cancel Hark's own voice from the microphone, so it listens while it speaks and a
+ * voice can interrupt it; off, hands-free is half-duplex.
+ */
+echo_cancellation: boolean; 
+/**
+ * Global shortcut that turns conversation mode on and off.
+ */
+hands_free_shortcut: string; 
+/**
+ * Global shortcut that pauses hands-free listening and resumes it.
+ */
+mute_shortcut: string; 
 /**
  * Short sounds when listening starts and stops.
  */
@@ -1102,7 +1149,11 @@ export type ModelKind =
 /**
  * The voice activity model hands-free listening hears speech with.
  */
-"vad"
+"vad" | 
+/**
+ * The end-of-turn model hands-free listening hears a finished sentence with.
+ */
+"turn"
 /**
  * Settings → Models: every model, where they live and the disk they take.
  */
@@ -1306,7 +1357,13 @@ export type Status =
 /**
  * A turn can be taken: press to talk.
  */
-{ state: "ready" } | { state: "listening" } | { state: "thinking" } | { state: "speaking" } | 
+{ state: "ready" } | 
+/**
+ * Conversation mode (issue 23): the microphone is open and Hark hears where the user
+ * starts speaking; half-duplex (`full_duplex: false`) it does not listen while it
+ * speaks. Muted, it hears nothing until unmuted.
+ */
+{ state: "hands_free"; full_duplex: boolean; muted: boolean } | { state: "listening" } | { state: "thinking" } | { state: "speaking" } | 
 /**
  * No microphone to listen with; everything else works.
  */

@@ -245,6 +245,9 @@ export function onEvent(e: AppEvent): void {
     case "tool_servers_changed":
       app.toolServersVersion++;
       break;
+    case "hands_free":
+      if (app.snapshot) app.snapshot.settings.hands_free = e.on;
+      break;
   }
 }
 
@@ -257,6 +260,9 @@ export function statusText(s: Status): string {
       return `Preparing: ${s.what}…`;
     case "ready":
       return "Ready";
+    case "hands_free":
+      if (s.muted) return "Conversation mode: muted";
+      return s.full_duplex ? "Listening hands-free" : "Listening hands-free (half-duplex)";
     case "listening":
       return "Listening…";
     case "thinking":
