@@ -382,9 +382,7 @@ impl Controller {
             }
         }
     }
-}
 
-impl Controller {
     /// Asks the end-of-turn model whether the utterance so far is a finished turn. A model
     /// that fails is said once and dropped: silence decides from then on.
     fn finished(&mut self, events: &mpsc::UnboundedSender<VoiceEvent>) -> bool {
