@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A private PulseAudio with a virtual speaker ("spk", a null sink) and a virtual microphone
 # ("mic", fed by the speaker's monitor): what is played to spk is heard on mic.
-#   eval "$(scripts/virtual-audio.sh start DIR)"   # exports PULSE_SERVER, HARK_PULSE_PIDS
+#   eval "$(scripts/virtual-audio.sh start DIR)"   # exports PULSE_SERVER, PULSE_COOKIE, HARK_PULSE_PIDS
 #   scripts/virtual-audio.sh stop
 set -euo pipefail
 case "${1:-}" in
@@ -21,7 +21,9 @@ start)
   parec -d spk.monitor --latency-msec=20 --raw >/dev/null 2>&1 &
   KEEP=$!
   sleep 2.2
-  echo "export PULSE_SERVER=unix:$DIR/run/pulse/native HARK_PULSE_PIDS='$PA $KEEP'"
+  # The server's cookie: libpulse also gets in by passing its user id, a client of the
+  # native protocol without libpulse (cpal's PulseAudio host, Hark's microphone) needs it.
+  echo "export PULSE_SERVER=unix:$DIR/run/pulse/native PULSE_COOKIE=$HOME/.config/pulse/cookie HARK_PULSE_PIDS='$PA $KEEP'"
   ;;
 stop)
   # shellcheck disable=SC2086

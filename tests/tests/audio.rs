@@ -299,6 +299,54 @@ async fn a_whisper_transcription_that_is_stopped_gives_up_midway() {
     );
 }
 
+/// The default microphone is captured through PulseAudio's own protocol where a server
+/// answers (over PulseAudio's ALSA plugin a 20 ms period cost most of a core:
+/// `audio::host`), and when the server drops that connection (a restarted server does),
+/// the next opening connects again instead of falling back to ALSA for good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs virtual audio devices (scripts/test.sh)"]
+async fn the_default_microphone_goes_through_pulseaudio_and_connects_again_after_the_server_drops_it() {
+    use hark_core::audio::input::AudioInput;
+    let _one = ONE_AT_A_TIME.lock().await;
+    require_audio();
+    // The virtual microphone by its PulseAudio description; through ALSA it is "default".
+    let pulse_name = "Virtual Source mic on Monitor of VirtualSpeaker";
+    let hears = |what: &'static str| async move {
+        let mut mic = Microphone.open(None).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(mic.device(), pulse_name, "{what}: not captured through PulseAudio");
+        let chunk = tokio::time::timeout(Duration::from_secs(10), mic.next_chunk()).await;
+        assert!(
+            matches!(chunk, Ok(Some(ref c)) if !c.is_empty()),
+            "{what}: no audio came: {chunk:?}"
+        );
+        mic.stop().unwrap_or_else(|e| panic!("{what}: {e}"));
+    };
+    hears("the first opening").await;
+    let client = our_record_client().expect("this process's connection to the server");
+    pulse_cli(&format!("kill-client {client}"));
+    hears("the opening after the server dropped the connection").await;
+    assert!(
+        our_record_client().is_some_and(|c| c != client),
+        "the microphone connected again"
+    );
+}
+
+/// The PulseAudio client of this process's own connection (cpal names it after the pid).
+fn our_record_client() -> Option<String> {
+    let out = Command::new("pactl")
+        .args(["-f", "json", "list", "clients"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "pactl: {}", String::from_utf8_lossy(&out.stderr));
+    let clients: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let name = format!("cpal-pulseaudio-{}", std::process::id());
+    clients.as_array()?.iter().find_map(|c| {
+        (c["properties"]["application.name"].as_str() == Some(name.as_str()))
+            .then(|| c["index"].as_u64().map(|i| i.to_string()))
+            .flatten()
+    })
+}
+
 /// The PulseAudio client (connection) of this process's playback stream.
 fn our_playback_client() -> Option<String> {
     let out = Command::new("pactl")

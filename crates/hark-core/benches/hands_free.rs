@@ -292,7 +292,12 @@ async fn echo(speaker: &Arc<Speaker>) {
             voices.push(("natural voice", Arc::new(v)));
         }
     }
-    println!("2. Echo cancellation on Hark's replies played into the room (AEC3, sonora 0.2):");
+    let mic = Microphone.open(None).expect("the virtual microphone");
+    println!(
+        "2. Echo cancellation on Hark's replies played into the room (AEC3, sonora 0.2), heard on {:?}:",
+        mic.device()
+    );
+    let _ = mic.stop();
     for (name, voice) in voices {
         let (mut whole, mut converged, mut raw_starts, mut clean_starts, mut cost) = (vec![], vec![], 0, 0, vec![]);
         for text in REPLIES {
@@ -366,7 +371,7 @@ async fn first_sound(mic: &mut Box<dyn hark_core::audio::input::InputStream>) ->
 }
 
 /// 3 and 4: a hands-free session.
-async fn session(dir: &std::path::Path, speaker: Arc<Speaker>, trials: usize, turn: Option<SmartTurn>) {
+async fn session(dir: &std::path::Path, speaker: Arc<Speaker>, trials: usize, turn: Option<SmartTurn>, baseline: f64) {
     let smart = turn.is_some();
     println!(
         "{}",
@@ -523,16 +528,43 @@ async fn session(dir: &std::path::Path, speaker: Arc<Speaker>, trials: usize, tu
     let _ = room.stop();
 
     // 4. Listening, idle.
-    let (c0, t0) = (cpu_time(), Instant::now());
-    tokio::time::sleep(Duration::from_secs(20)).await;
-    match (c0, cpu_time()) {
-        (Some(c0), Some(c1)) => {
-            let share = (c1 - c0).as_secs_f64() / t0.elapsed().as_secs_f64() * 100.0;
-            println!("4. Listening hands-free, idle for 20 s: {share:.1} % of one core (the whole process)");
-        }
-        _ => println!("4. Listening hands-free: CPU time is measured on Unix only"),
+    if let Some((share, threads)) = idle_cpu().await {
+        println!(
+            "4. Listening hands-free, idle for 20 s: {share:.1} % of one core (the whole process); listening adds {:.1} % to push-to-talk's idle",
+            share - baseline
+        );
+        println!("   {threads}");
     }
     let _ = session.shutdown().await;
+}
+
+/// The process's CPU over the next 20 s, as a share of one core, and the threads it went
+/// to (by name; threads that ended or began meanwhile are left out). `None` off Unix.
+async fn idle_cpu() -> Option<(f64, String)> {
+    let (c0, threads0, t0) = (cpu_time()?, thread_times(), Instant::now());
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    let c1 = cpu_time()?;
+    let wall = t0.elapsed().as_secs_f64();
+    let mut by_name: Vec<(String, f64)> = Vec::new();
+    for (tid, (name, t1)) in thread_times() {
+        if let Some((_, t0)) = threads0.get(&tid) {
+            let pct = (t1 - t0) / wall * 100.0;
+            match by_name.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, p)) => *p += pct,
+                None => by_name.push((name, pct)),
+            }
+        }
+    }
+    by_name.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let threads: Vec<String> = by_name
+        .iter()
+        .filter(|(_, p)| *p >= 0.1)
+        .map(|(n, p)| format!("{n} {p:.1} %"))
+        .collect();
+    Some((
+        (c1 - c0).as_secs_f64() / wall * 100.0,
+        format!("by thread: {}", threads.join(", ")),
+    ))
 }
 
 /// This process's CPU time so far (user and system).
@@ -550,6 +582,33 @@ fn cpu_time() -> Option<Duration> {
 #[cfg(not(unix))]
 fn cpu_time() -> Option<Duration> {
     None
+}
+
+/// Each thread's name and CPU seconds so far, by thread id (Linux's /proc; empty elsewhere).
+fn thread_times() -> std::collections::HashMap<String, (String, f64)> {
+    let mut out = std::collections::HashMap::new();
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return out;
+    };
+    for t in tasks.flatten() {
+        let Ok(stat) = std::fs::read_to_string(t.path().join("stat")) else {
+            continue;
+        };
+        // "tid (name) state ... utime stime": the name may hold spaces; fields after ")".
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let f: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        // utime and stime are fields 14 and 15 of the line, 11 and 12 after the name; in
+        // clock ticks, 100 a second on Linux.
+        let secs = (ticks(11) + ticks(12)) / 100.0;
+        out.insert(
+            t.file_name().to_string_lossy().into_owned(),
+            (stat[open + 1..close].to_string(), secs),
+        );
+    }
+    out
 }
 
 fn main() {
@@ -592,8 +651,17 @@ fn main() {
             "   Smart Turn v3.2, one decision on 8 s of audio (one thread): {decision:.0} ms, of which the log-mel features {:.0} ms",
             t.elapsed().as_secs_f64() * 1000.0 / 5.0
         );
-        session(dir.path(), speaker.clone(), trials, None).await;
-        session(dir.path(), speaker, trials, Some(turn)).await;
+        // What push-to-talk costs between turns: the speaker open (as a session keeps it),
+        // the microphone closed. Listening hands-free is measured against it.
+        let baseline = match idle_cpu().await {
+            Some((share, threads)) => {
+                println!("   Idle between push-to-talk turns (the speaker open, the microphone closed), 20 s: {share:.1} % of one core ({threads})");
+                share
+            }
+            None => 0.0,
+        };
+        session(dir.path(), speaker.clone(), trials, None, baseline).await;
+        session(dir.path(), speaker, trials, Some(turn), baseline).await;
     });
 }
 

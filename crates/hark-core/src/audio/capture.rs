@@ -14,7 +14,8 @@ use cpal::traits::{DeviceTrait, StreamTrait};
 use cpal::SizedSample;
 use tokio::sync::mpsc;
 
-use super::resample::{rms, ToMono16k};
+use super::host;
+use super::resample::{rms, ToMono16k, STT_RATE};
 use super::{cpal_error, find_device, stream_goes_on, AudioError};
 
 /// What the opened device delivers.
@@ -223,24 +224,56 @@ fn on_stream_error(name: String, failure: Arc<Mutex<Option<AudioError>>>) -> imp
 }
 
 fn open(wanted: Option<&str>, failure: Arc<Mutex<Option<AudioError>>>) -> Result<Opened, AudioError> {
-    let device = find_device(true, wanted)?;
+    if wanted.is_none() {
+        if let Some(device) = host::default_pulse_input() {
+            // The server converts to what the recogniser takes: 16 kHz mono, 20 ms at a time.
+            let config = cpal::StreamConfig {
+                channels: 1,
+                sample_rate: STT_RATE,
+                buffer_size: cpal::BufferSize::Fixed(STT_RATE / 50),
+            };
+            match open_device(device, Some((config, cpal::SampleFormat::F32)), failure.clone()) {
+                Ok(opened) => {
+                    tracing::debug!("capturing from {} through PulseAudio", opened.1.device);
+                    return Ok(opened);
+                }
+                // A server that refused the stream: ALSA's plugin may still reach it.
+                Err(e) => tracing::warn!("PulseAudio capture failed, trying ALSA: {e} ({:?})", e.detail()),
+            }
+        }
+    }
+    open_device(find_device(true, wanted)?, None, failure)
+}
+
+/// Opens `device` with `config` (`None`: its default format, about 20 ms a callback).
+fn open_device(
+    device: cpal::Device,
+    config: Option<(cpal::StreamConfig, cpal::SampleFormat)>,
+    failure: Arc<Mutex<Option<AudioError>>>,
+) -> Result<Opened, AudioError> {
     let name = device
         .description()
         .map(|d| d.name().to_string())
         .unwrap_or_else(|_| "input".into());
-    let supported = device.default_input_config().map_err(|e| cpal_error(true, &name, e))?;
-    let mut config = supported.config();
-    config.buffer_size = buffer_size(supported.buffer_size(), config.sample_rate);
+    let (config, format) = match config {
+        Some(c) => c,
+        None => {
+            let supported = device.default_input_config().map_err(|e| cpal_error(true, &name, e))?;
+            let mut config = supported.config();
+            config.buffer_size = buffer_size(supported.buffer_size(), config.sample_rate);
+            (config, supported.sample_format())
+        }
+    };
     let info = CaptureInfo {
         device: name.clone(),
         sample_rate: config.sample_rate,
         channels: config.channels,
-        sample_format: format!("{:?}", supported.sample_format()),
+        sample_format: format!("{format:?}"),
     };
     // Two seconds of room: the worker drains every 20 ms, so this only fills if it stalls.
     let (producer, consumer) = rtrb::RingBuffer::<f32>::new(config.sample_rate as usize * config.channels as usize * 2);
     let on_error = on_stream_error(name.clone(), failure);
-    let stream = match supported.sample_format() {
+    let stream = match format {
         cpal::SampleFormat::F32 => build::<f32>(&device, config, producer, on_error),
         cpal::SampleFormat::I16 => build::<i16>(&device, config, producer, on_error),
         cpal::SampleFormat::U16 => build::<u16>(&device, config, producer, on_error),

@@ -5,6 +5,8 @@
 //! - `silence`: speech and silence in 20 ms frames: where speech ends, what a pause is.
 //! - `capture`: a worker thread owns the cpal input stream; the callback only copies samples
 //!   into a lock-free ring; the worker converts them off the callback.
+//! - `host`: which audio system a stream goes through (ALSA, or PulseAudio's own protocol
+//!   for the default microphone on Linux).
 //! - `input`: [`input::AudioInput`], where utterances come from: the microphone,
 //!   recordings played as live speech (`hark talk --wav FILE --live`, the latency
 //!   benchmark), or a scripted source for tests.
@@ -25,6 +27,7 @@
 pub mod capture;
 pub mod cue;
 pub mod echo;
+pub(crate) mod host;
 pub mod input;
 pub mod open_mic;
 pub mod playback;
@@ -130,7 +133,7 @@ pub struct DeviceInfo {
 
 /// Lists input (`true`) or output devices of the default host.
 pub fn list_devices(input: bool) -> Result<Vec<DeviceInfo>, AudioError> {
-    let host = cpal::default_host();
+    let host = host::platform_host();
     let default = if input {
         host.default_input_device()
     } else {
@@ -167,7 +170,7 @@ pub fn list_devices(input: bool) -> Result<Vec<DeviceInfo>, AudioError> {
 
 /// Finds a device by id or name (`None`: the default one).
 pub(crate) fn find_device(input: bool, wanted: Option<&str>) -> Result<cpal::Device, AudioError> {
-    let host = cpal::default_host();
+    let host = host::platform_host();
     let Some(wanted) = wanted else {
         let d = if input {
             host.default_input_device()
