@@ -157,7 +157,7 @@ async fn the_natural_voice_is_freed_after_its_idle_time_and_loads_again_on_use()
 /// here with a person's intonation. (On espeak's flat one the model guesses: it rated "My
 /// name is Sam." 0.18 and "What is the capital of" 0.97.) Finished sentences are heard
 /// finished, and sentences broken off after "and", "that", "if" and "um" are not, each
-/// with the 96 ms pause after it at which hands-free asks. Kokoro reads "Can you tell me
+/// with the 64 ms pause after it at which hands-free asks. Kokoro reads "Can you tell me
 /// the" with a final fall, and the model hears that as finished, so it is not among them;
 /// nor is "Thank you very much.", which the model rated exactly 0.50 on one machine (its
 /// threshold) and above it on another: it is unsure of it, and that is not what this shows.
@@ -179,7 +179,7 @@ async fn smart_turn_hears_finished_sentences_and_sentences_broken_off_in_a_natur
         // To the last sound, then the pause.
         let last = audio16.iter().rposition(|s| s.abs() > 0.02).unwrap();
         audio16.truncate(last + 1);
-        audio16.extend(std::iter::repeat_n(0.0, 1_536));
+        audio16.extend(std::iter::repeat_n(0.0, 1_024));
         model.completion(&audio16).unwrap()
     };
     for finished in [

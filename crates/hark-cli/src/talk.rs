@@ -83,7 +83,7 @@ pub struct TalkArgs {
     #[arg(long, conflicts_with_all = ["wav", "out"])]
     hands_free: bool,
     /// With --hands-free: milliseconds of silence that end your turn when Smart Turn has
-    /// not heard a finished sentence (it is asked after a pause of about 100 ms).
+    /// not heard a finished sentence (it is asked after a pause of 64 ms).
     #[arg(long, default_value_t = 2_000, requires = "hands_free")]
     patience_ms: u32,
     /// With --hands-free: no echo cancellation, so Hark does not listen while it speaks

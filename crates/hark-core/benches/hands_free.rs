@@ -648,7 +648,7 @@ fn main() {
             std::hint::black_box(features.compute(&eight_seconds));
         }
         println!(
-            "   Smart Turn v3.2, one decision on 8 s of audio (one thread): {decision:.0} ms, of which the log-mel features {:.0} ms",
+            "   Smart Turn v3.2, one decision on 8 s of audio (as Hark runs it): {decision:.0} ms, of which the log-mel features {:.0} ms",
             t.elapsed().as_secs_f64() * 1000.0 / 5.0
         );
         // What push-to-talk costs between turns: the speaker open (as a session keeps it),

@@ -56,6 +56,19 @@ pub(crate) fn session(
     threads: usize,
     what: &str,
 ) -> Result<ort::session::Session, ProviderError> {
+    session_with(provider, model, threads, true, what)
+}
+
+/// [`session`], choosing whether the operator threads spin between runs (`spin`; ONNX
+/// Runtime's default): a model that runs now and then, beside audio that must not wait
+/// for a core, lets its threads sleep as soon as a run ends.
+pub(crate) fn session_with(
+    provider: &'static str,
+    model: &Path,
+    threads: usize,
+    spin: bool,
+    what: &str,
+) -> Result<ort::session::Session, ProviderError> {
     let ort_err = |e: ort::Error| {
         ProviderError::new(
             provider,
@@ -68,6 +81,8 @@ pub(crate) fn session(
         .with_intra_threads(threads.max(1))
         .map_err(|e| ort_err(e.into()))?
         .with_inter_threads(1)
+        .map_err(|e| ort_err(e.into()))?
+        .with_intra_op_spinning(spin)
         .map_err(|e| ort_err(e.into()))?
         .commit_from_file(model)
         .map_err(ort_err)

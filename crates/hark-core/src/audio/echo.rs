@@ -10,6 +10,12 @@
 //! ~0 dB): for each 10 ms of microphone audio it first hands AEC3 the reference played
 //! meanwhile (silence when nothing is), then the capture, and keeps what AEC3 leaves of
 //! the user's voice. AEC3 finds the delay between the two itself.
+//!
+//! While the speaker has played nothing for [`REST_AFTER`] there is no echo to cancel,
+//! and AEC3 rests: the microphone only goes through the same high-pass filter, so the
+//! detector hears the room as it does through AEC3 (whose gain is 1 without an echo).
+//! AEC3 was half of what listening hands-free cost between turns; it picks up again, with
+//! what it had learnt of the room, at the reply's first frame.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -27,6 +33,9 @@ pub const AEC_FRAME: usize = STT_RATE as usize / 100;
 const REFERENCE_MAX: usize = STT_RATE as usize * 3 / 10;
 /// A reference that has had nothing new for this long is a speaker playing silence.
 const IDLE_AFTER: Duration = Duration::from_millis(60);
+/// Silence from the speaker this long, in 10 ms frames, lets AEC3 rest: longer than any
+/// echo it models (its filter spans a few hundred milliseconds) and a room's reverberation.
+pub const REST_AFTER: usize = 100;
 
 #[derive(Debug, Default)]
 struct Played {
@@ -78,16 +87,23 @@ impl EchoReference {
     /// (playback is pulled in bursts of a device buffer), or one frame of silence when the
     /// speaker has been idle, so that AEC3's render stream runs on as the device's does.
     /// Nothing when playback is under way but less than a frame has come since.
-    fn frames(&self, out: &mut Vec<f32>) {
+    /// Returns whether the speaker is idle (the frame handed over, if any, is silence
+    /// that nothing played).
+    fn frames(&self, out: &mut Vec<f32>) -> bool {
         let mut p = self.lock();
         let whole = p.samples.len() / AEC_FRAME * AEC_FRAME;
         if whole > 0 {
             out.extend(p.samples.drain(..whole));
+            false
         } else if p.last.is_none_or(|t| t.elapsed() >= IDLE_AFTER) {
             // What is left of the last burst, then silence.
+            let idle = p.samples.is_empty();
             out.extend(p.samples.drain(..));
             out.resize(AEC_FRAME, 0.0);
             p.last = None;
+            idle
+        } else {
+            false
         }
     }
 }
@@ -134,10 +150,14 @@ impl Drop for RefTap {
 /// AEC3 on the microphone, with the speaker's reference.
 pub struct EchoCanceller {
     apm: AudioProcessing,
+    /// The same high-pass filter alone, for the microphone while AEC3 rests.
+    filter: AudioProcessing,
     reference: Arc<EchoReference>,
     /// Capture samples waiting for a whole frame.
     pending: Vec<f32>,
     render: Vec<f32>,
+    /// 10 ms frames in a row with the speaker idle: AEC3 rests from [`REST_AFTER`] on.
+    idle_frames: usize,
 }
 
 impl EchoCanceller {
@@ -155,12 +175,26 @@ impl EchoCanceller {
             .capture_config(stream)
             .render_config(stream)
             .build();
+        let filter = AudioProcessing::builder()
+            .config(Config {
+                high_pass_filter: Some(HighPassFilter::default()),
+                ..Config::default()
+            })
+            .capture_config(stream)
+            .build();
         Self {
             apm,
+            filter,
             reference,
             pending: Vec::with_capacity(AEC_FRAME),
             render: Vec::new(),
+            idle_frames: 0,
         }
+    }
+
+    /// Whether AEC3 is resting: the speaker has been silent for [`REST_AFTER`] frames.
+    pub fn resting(&self) -> bool {
+        self.idle_frames >= REST_AFTER
     }
 
     /// Cleans a chunk of microphone audio (16 kHz, any length): its whole 10 ms frames,
@@ -176,19 +210,26 @@ impl EchoCanceller {
                 break;
             }
             self.render.clear();
-            self.reference.frames(&mut self.render);
-            let mut scratch = [0.0f32; AEC_FRAME];
-            for frame in self.render.chunks_exact(AEC_FRAME) {
-                // A failure here is a frame of the wrong size, which `chunks_exact` rules out.
-                let _ = self.apm.process_render_f32(&[frame], &mut [&mut scratch[..]]);
+            if self.reference.frames(&mut self.render) {
+                self.idle_frames = self.idle_frames.saturating_add(1);
+            } else if !self.render.is_empty() {
+                self.idle_frames = 0;
             }
             // A NaN sample (a broken device) would poison AEC3's filter for good.
             for s in self.pending.iter_mut().filter(|s| !s.is_finite()) {
                 *s = 0.0;
             }
+            let resting = self.resting();
+            if !resting {
+                let mut scratch = [0.0f32; AEC_FRAME];
+                for frame in self.render.chunks_exact(AEC_FRAME) {
+                    // A failure here is a frame of the wrong size, which `chunks_exact` rules out.
+                    let _ = self.apm.process_render_f32(&[frame], &mut [&mut scratch[..]]);
+                }
+            }
+            let apm = if resting { &mut self.filter } else { &mut self.apm };
             let mut cleaned = [0.0f32; AEC_FRAME];
-            if self
-                .apm
+            if apm
                 .process_capture_f32(&[&self.pending], &mut [&mut cleaned[..]])
                 .is_err()
             {
@@ -248,18 +289,69 @@ mod tests {
     fn an_idle_speaker_is_a_frame_of_silence_and_a_busy_one_waits_for_a_whole_frame() {
         let reference = EchoReference::new();
         let mut out = Vec::new();
-        reference.frames(&mut out);
+        assert!(reference.frames(&mut out), "nothing played yet: idle");
         assert_eq!(out, vec![0.0; AEC_FRAME], "nothing played yet: silence");
         let mut tap = reference.tap(16_000);
         for _ in 0..AEC_FRAME + 10 {
             tap.sample(0.5);
         }
         out.clear();
-        reference.frames(&mut out);
+        assert!(!reference.frames(&mut out), "playing");
         assert_eq!(out.len(), AEC_FRAME, "the whole frame only");
         out.clear();
-        reference.frames(&mut out);
+        assert!(!reference.frames(&mut out), "playing");
         assert!(out.is_empty(), "playback under way: wait for the rest");
+    }
+
+    /// AEC3 rests once the speaker has been silent for a second, passing the microphone
+    /// through the high-pass filter alone; the next reply wakes it, and its echo is
+    /// cancelled with what AEC3 learnt of the room before it rested.
+    #[test]
+    fn a_silent_speaker_lets_aec3_rest_and_the_next_reply_wakes_it() {
+        let reference = EchoReference::new();
+        let mut aec = EchoCanceller::new(reference.clone());
+        // A room tone the microphone hears, with a hum below the high-pass filter's corner.
+        let room = |i: usize| {
+            0.01 * ((i as f32) * 0.37).sin() + 0.05 * (i as f32 * 2.0 * std::f32::consts::PI * 20.0 / 16_000.0).sin()
+        };
+        let mut at = 0;
+        let mut listen = |aec: &mut EchoCanceller, frames: usize| {
+            let mic: Vec<f32> = (at..at + frames * AEC_FRAME).map(room).collect();
+            at += mic.len();
+            let out = aec.process(&mic);
+            assert_eq!(out.len(), mic.len());
+            (mic, out)
+        };
+        listen(&mut aec, REST_AFTER - 1);
+        assert!(!aec.resting(), "rests only after a second of silence");
+        let (mic, out) = listen(&mut aec, 50);
+        assert!(aec.resting(), "a second of silence from the speaker: AEC3 rests");
+        let energy = |x: &[f32]| x.iter().map(|s| f64::from(s * s)).sum::<f64>();
+        // Still high-passed while resting: the 20 Hz hum is taken out as AEC3 would.
+        assert!(
+            energy(&out[1_600..]) < energy(&mic[1_600..]) * 0.2,
+            "the hum went through"
+        );
+        // A reply: AEC3 wakes at its first frame.
+        let mut tap = reference.tap(STT_RATE);
+        for i in 0..AEC_FRAME {
+            tap.sample(0.3 * (i as f32 * 0.2).sin());
+        }
+        drop(tap);
+        listen(&mut aec, 1);
+        assert!(!aec.resting(), "the reply woke AEC3");
+    }
+
+    /// An echo after a long silence (a reply after minutes of listening) is cancelled as
+    /// well as one that comes at once.
+    #[test]
+    fn an_echo_after_a_rest_is_cancelled() {
+        let reference = EchoReference::new();
+        let mut aec = EchoCanceller::new(reference.clone());
+        let quiet = vec![0.0f32; AEC_FRAME * (REST_AFTER + 200)];
+        aec.process(&quiet);
+        assert!(aec.resting());
+        assert!(erle_after(&reference, &mut aec, AEC_FRAME) >= 20.0);
     }
 
     /// ERLE in dB when the speaker plays 8 s of speech-like noise, 10 ms at a time, and the
@@ -268,6 +360,11 @@ mod tests {
     fn erle_with_chunks(chunk: usize) -> f64 {
         let reference = EchoReference::new();
         let mut aec = EchoCanceller::new(reference.clone());
+        erle_after(&reference, &mut aec, chunk)
+    }
+
+    /// [`erle_with_chunks`] with a canceller that has already run.
+    fn erle_after(reference: &Arc<EchoReference>, aec: &mut EchoCanceller, chunk: usize) -> f64 {
         // Speech-like noise: white noise through a slow envelope.
         let mut x = 0x1234_5678u32;
         let mut noise = || {

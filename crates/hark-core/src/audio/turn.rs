@@ -61,8 +61,10 @@ fn engine_err(msg: impl Into<String>) -> ProviderError {
     ProviderError::new(PROVIDER, ErrorKind::LocalEngine, msg)
 }
 
-/// Smart Turn v3 on ONNX Runtime, one thread (it runs once per pause, and hands-free
-/// listening must stay light).
+/// Smart Turn v3 on ONNX Runtime, on two threads that sleep between runs: it runs once
+/// per pause, where its time is the end of the turn's wait (on this 2-core machine one
+/// thread took 93 ms a decision, two 55 ms: `scripts/bench-hands-free.sh`), and it
+/// must cost nothing while Hark only listens.
 pub struct SmartTurn {
     session: Session,
     features: Features,
@@ -77,7 +79,8 @@ impl SmartTurn {
                 files.model.display()
             )));
         }
-        let session = crate::onnx::session(PROVIDER, &files.model, 1, "the end-of-turn model")?;
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(2));
+        let session = crate::onnx::session_with(PROVIDER, &files.model, threads, false, "the end-of-turn model")?;
         Ok(Self {
             session,
             features: Features::new(),

@@ -148,10 +148,11 @@ pub struct GateSettings {
     /// is asked.
     pub patience_ms: u32,
     /// With an end-of-turn model: a pause this long asks it whether the turn is over
-    /// ([`Edge::Paused`]). Counted in whole 32 ms frames: 96 ms is three. pipecat asks
+    /// ([`Edge::Paused`]). Counted in whole 32 ms frames: 64 ms is two. pipecat asks
     /// Smart Turn after 200 ms; the benchmark's end of turn (p50) was 403 ms at 200, 303 ms
-    /// at 100 (which the frames make 128), and none of its sentences with a pause after
-    /// "and", "that", "if" or "um" was cut off at either.
+    /// at 100 (which the frames make 128), 307 ms at 96 and 271 ms at 64 on a slower day
+    /// (2026-12-05), and none of its sentences with a pause after "and", "that", "if" or
+    /// "um" was cut off at any of them.
     pub pause_ms: u32,
     /// With an end-of-turn model: the silence that ends a turn it has not called finished
     /// (someone thinking mid-sentence). pipecat waits 3 s; 2 s ends a turn the model
@@ -169,7 +170,7 @@ impl Default for GateSettings {
             min_speech_ms: 250,
             barge_in_min_speech_ms: 120,
             patience_ms: 800,
-            pause_ms: 96,
+            pause_ms: 64,
             unfinished_patience_ms: 2_000,
             max_speech_ms: 60_000,
         }

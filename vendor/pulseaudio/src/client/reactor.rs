@@ -18,7 +18,7 @@ use crate::protocol::{self, DescriptorFlags};
 
 use super::{ClientError, PlaybackSource, RecordSink};
 
-/// How much room each socket read gets (Hark; upstream: 1 MiB, zeroed each time).
+/// How much each socket read may take (Hark; upstream: 1 MiB, zeroed before each read).
 const READ_CHUNK: usize = 64 * 1024;
 
 type ReplyResult<'a> =
@@ -274,6 +274,8 @@ pub(super) struct Reactor {
 
     write_buf: Vec<u8>,
     read_buf: Vec<u8>,
+    /// Where each socket read lands first (Hark).
+    scratch: Box<[u8]>,
     in_progress_read: Option<protocol::Descriptor>,
 }
 
@@ -303,6 +305,7 @@ impl Reactor {
 
             write_buf: Vec::new(),
             read_buf: Vec::new(),
+            scratch: vec![0; READ_CHUNK].into_boxed_slice(),
             in_progress_read: None,
         };
 
@@ -345,19 +348,14 @@ impl Reactor {
         'read: loop {
             // Hark: upstream grows the buffer by 1 MiB of zeros before every read, two reads
             // (one of them `WouldBlock`) at each wake-up: 2 MiB of memset 50+ times a second
-            // for a 20 ms record stream, most of the CPU of an open microphone. A record
+            // for a 20 ms record stream, most of the CPU of an open microphone. Reads go
+            // into a scratch buffer zeroed once, and only what came is appended. A record
             // fragment or a command is a few KiB; longer messages are completed by the
             // partial-read path below, as before.
-            let off = self.read_buf.len();
-            self.read_buf.resize(off + READ_CHUNK, 0);
-
-            match self.socket.read(&mut self.read_buf[off..]) {
+            match self.socket.read(&mut self.scratch[..]) {
                 Ok(0) => return Err(ClientError::Disconnected),
-                Ok(n) => self.read_buf.truncate(off + n),
-                Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
-                    self.read_buf.truncate(off);
-                    return Ok(());
-                }
+                Ok(n) => self.read_buf.extend_from_slice(&self.scratch[..n]),
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => return Ok(()),
                 Err(err) => return Err(err.into()),
             };
 

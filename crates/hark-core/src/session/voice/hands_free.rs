@@ -537,7 +537,7 @@ mod tests {
         );
         assert_eq!(asked.load(Ordering::SeqCst), 1);
         // The utterance from its pre-roll to the pause: 1 s of speech, 300 ms before it
-        // (as much as there was), the 96 ms pause after it, give or take a frame.
+        // (as much as there was), the 64 ms pause after it, give or take a frame.
         let got = heard.load(Ordering::SeqCst) as u64;
         assert!(
             (samples(1_000)..=samples(1_000 + PREROLL_MS + 100 + 100)).contains(&got),
