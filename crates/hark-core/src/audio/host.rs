@@ -7,13 +7,12 @@
 //! The default microphone on Linux is captured through PulseAudio's own protocol when a
 //! PulseAudio server (or PipeWire's pulse server) answers: [`default_pulse_input`]. Over
 //! the ALSA plugin a 20 ms capture period costs most of a core, as cpal's ALSA backend
-//! polls the plugin's file descriptors in a loop (measured: 97 % of a core at 16 kHz mono
-//! against 2.3 % natively, `scripts/bench-hands-free.sh` section 4); hands-free listening
-//! keeps the microphone open for hours. The server also resamples to 16 kHz mono, so
+//! polls the plugin's file descriptors in a loop (measured side by side in a test program:
+//! 97 % of a core at 16 kHz mono against 2.3 % natively; `scripts/bench-hands-free.sh`
+//! prints what listening costs, by thread); hands-free listening keeps the microphone open
+//! for hours. The server also resamples to 16 kHz mono, so
 //! nothing is resampled here. A named device, or a machine without a server, goes
 //! through ALSA as before.
-
-use cpal::traits::HostTrait;
 
 /// The host devices are listed, found and played on.
 pub(crate) fn platform_host() -> cpal::Host {
@@ -33,6 +32,7 @@ pub(crate) fn platform_host() -> cpal::Host {
 /// (the server restarted) is made again once.
 #[cfg(target_os = "linux")]
 pub(crate) fn default_pulse_input() -> Option<cpal::Device> {
+    use cpal::traits::HostTrait;
     use std::sync::Mutex;
     // One client for the process: the `pulseaudio` crate's client keeps a reactor thread
     // in a blocking poll that nothing wakes when the client is dropped, so a client per
