@@ -331,16 +331,20 @@ async fn the_default_microphone_goes_through_pulseaudio_and_connects_again_after
     );
 }
 
-/// The PulseAudio client of this process's own connection (cpal names it after the pid).
-fn our_record_client() -> Option<String> {
+/// What `pactl list KIND` says (clients, sink-inputs, …), as JSON objects.
+fn pactl_list(kind: &str) -> Vec<serde_json::Value> {
     let out = Command::new("pactl")
-        .args(["-f", "json", "list", "clients"])
+        .args(["-f", "json", "list", kind])
         .output()
         .unwrap();
     assert!(out.status.success(), "pactl: {}", String::from_utf8_lossy(&out.stderr));
-    let clients: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The PulseAudio client of this process's own connection (cpal names it after the pid).
+fn our_record_client() -> Option<String> {
     let name = format!("cpal-pulseaudio-{}", std::process::id());
-    clients.as_array()?.iter().find_map(|c| {
+    pactl_list("clients").iter().find_map(|c| {
         (c["properties"]["application.name"].as_str() == Some(name.as_str()))
             .then(|| c["index"].as_u64().map(|i| i.to_string()))
             .flatten()
@@ -349,14 +353,8 @@ fn our_record_client() -> Option<String> {
 
 /// The PulseAudio client (connection) of this process's playback stream.
 fn our_playback_client() -> Option<String> {
-    let out = Command::new("pactl")
-        .args(["-f", "json", "list", "sink-inputs"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "pactl: {}", String::from_utf8_lossy(&out.stderr));
-    let inputs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let pid = std::process::id().to_string();
-    inputs.as_array()?.iter().find_map(|i| {
+    pactl_list("sink-inputs").iter().find_map(|i| {
         (i["properties"]["application.process.id"].as_str() == Some(pid.as_str()))
             .then(|| i["client"].as_str().map(str::to_string))
             .flatten()

@@ -417,6 +417,23 @@ impl Detector {
     }
 }
 
+/// A stand-in voice activity model for tests: speech wherever a frame's RMS is above the
+/// level it holds.
+#[cfg(test)]
+pub(crate) struct Loud(pub f32);
+
+#[cfg(test)]
+impl SpeechProbability for Loud {
+    fn probability(&mut self, frame: &[f32]) -> Result<f32, ProviderError> {
+        Ok(if crate::audio::resample::rms(frame) > self.0 {
+            1.0
+        } else {
+            0.0
+        })
+    }
+    fn reset(&mut self) {}
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -561,22 +578,9 @@ mod tests {
         assert_eq!(edges[0], (6, Edge::Started { at: 3 * F }), "a barge-in: {edges:?}");
     }
 
-    /// A model that says speech wherever the frame is loud.
-    struct Loud;
-    impl SpeechProbability for Loud {
-        fn probability(&mut self, frame: &[f32]) -> Result<f32, ProviderError> {
-            Ok(if crate::audio::resample::rms(frame) > 0.1 {
-                1.0
-            } else {
-                0.0
-            })
-        }
-        fn reset(&mut self) {}
-    }
-
     #[test]
     fn the_detector_frames_chunks_of_any_length_and_counts_every_sample() {
-        let mut d = Detector::new(Box::new(Loud), settings());
+        let mut d = Detector::new(Box::new(Loud(0.1)), settings());
         let mut audio = vec![0.0f32; 5000];
         audio.extend(vec![0.5f32; 8000]);
         audio.extend(vec![0.0f32; 8000]);

@@ -423,23 +423,11 @@ mod tests {
     use super::*;
     use crate::audio::input::{Script, Scripted};
     use crate::audio::playback::ClockOut;
+    use crate::audio::vad::Loud;
     use crate::conversation::HistorySettings;
     use crate::provider::ProviderError;
     use crate::store::Store;
     use crate::testing::{speech_samples, Reply, ScriptedModel, ScriptedStt, ToneTts};
-
-    /// Speech wherever the frame is loud.
-    struct Loud;
-    impl SpeechProbability for Loud {
-        fn probability(&mut self, frame: &[f32]) -> Result<f32, ProviderError> {
-            Ok(if crate::audio::resample::rms(frame) > 0.01 {
-                1.0
-            } else {
-                0.0
-            })
-        }
-        fn reset(&mut self) {}
-    }
 
     /// An end-of-turn model that answers `p`, or fails, and counts what it was asked and
     /// how much audio it was given.
@@ -499,7 +487,7 @@ mod tests {
                 pipeline: Default::default(),
                 questions: None,
             },
-            Box::new(Loud),
+            Box::new(Loud(0.01)),
             Some(Box::new(judge)),
             HandsFreeOptions {
                 gate: GateSettings {
