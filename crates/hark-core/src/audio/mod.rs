@@ -18,7 +18,7 @@
 //! - `turn`: the end of a turn by how the words sound: Smart Turn v3 on ONNX Runtime,
 //!   from the Whisper log-mel features it was trained on.
 //! - `echo`: echo cancellation (WebRTC's AEC3, as the pure-Rust `sonora`) with what the
-//!   speaker played as the reference, tapped as the mixer pulls it.
+//!   speaker played as the reference, tapped where the output device takes it.
 //! - `cue`: the start and stop sounds of push-to-talk.
 //! - `playback`: a rodio player fed sentence by sentence, flushed instantly on barge-in,
 //!   counting the samples actually played so the "heard" text is known.

@@ -252,8 +252,6 @@ struct Tracked {
     rate: NonZero<u32>,
     seg: Arc<Segment>,
     tracker: Arc<Tracker>,
-    /// Each sample, as the mixer pulls it, for echo cancellation.
-    tap: RefTap,
 }
 
 impl Iterator for Tracked {
@@ -265,7 +263,6 @@ impl Iterator for Tracked {
         let s = self.data[self.pos];
         self.pos += 1;
         self.tracker.played_one(&self.seg);
-        self.tap.sample(s);
         Some(s)
     }
 }
@@ -282,36 +279,6 @@ impl rodio::Source for Tracked {
     }
     fn total_duration(&self) -> Option<Duration> {
         Some(Duration::from_secs_f64(self.data.len() as f64 / self.rate.get() as f64))
-    }
-}
-
-/// A source whose samples are copied, as the mixer pulls them, into the echo reference.
-struct Tapped<S> {
-    source: S,
-    tap: RefTap,
-}
-
-impl<S: rodio::Source> Iterator for Tapped<S> {
-    type Item = f32;
-    fn next(&mut self) -> Option<f32> {
-        let s = self.source.next()?;
-        self.tap.sample(s);
-        Some(s)
-    }
-}
-
-impl<S: rodio::Source> rodio::Source for Tapped<S> {
-    fn current_span_len(&self) -> Option<usize> {
-        self.source.current_span_len()
-    }
-    fn channels(&self) -> rodio::ChannelCount {
-        self.source.channels()
-    }
-    fn sample_rate(&self) -> rodio::SampleRate {
-        self.source.sample_rate()
-    }
-    fn total_duration(&self) -> Option<Duration> {
-        self.source.total_duration()
     }
 }
 
@@ -412,16 +379,20 @@ const RELAY_BATCH_FRAMES: usize = 32;
 ///
 /// rodio ties players to one stream's mixer and has no way to move them; a source that
 /// reads a shared mixer is the smallest bridge (32 frames at a time, under 1 ms).
+///
+/// It is also where the echo canceller's reference is taken ([`RefTap`]): every frame the
+/// device plays, silence included, on the device's clock.
 struct Relay {
     mixer: Arc<Mutex<rodio::mixer::MixerSource>>,
     channels: rodio::ChannelCount,
     rate: rodio::SampleRate,
     batch: Vec<f32>,
     pos: usize,
+    tap: RefTap,
 }
 
 impl Relay {
-    fn new(mixer: &Arc<Mutex<rodio::mixer::MixerSource>>) -> Self {
+    fn new(mixer: &Arc<Mutex<rodio::mixer::MixerSource>>, reference: &Arc<EchoReference>) -> Self {
         let (channels, rate) = {
             let m = mixer.lock().unwrap_or_else(|p| p.into_inner());
             (rodio::Source::channels(&*m), rodio::Source::sample_rate(&*m))
@@ -432,6 +403,7 @@ impl Relay {
             rate,
             batch: Vec::new(),
             pos: 0,
+            tap: reference.tap(rate.get(), channels.get()),
         }
     }
 }
@@ -448,6 +420,8 @@ impl Iterator for Relay {
             // The players keep the mixer from running dry; silence if it ever does, so
             // the stream never drops the relay.
             self.batch.extend((0..n).map(|_| m.next().unwrap_or(0.0)));
+            drop(m);
+            self.tap.push(&self.batch);
         }
         let s = self.batch[self.pos];
         self.pos += 1;
@@ -478,6 +452,8 @@ impl Speaker {
         // The device stream lives on its own thread (cpal streams are not `Send` everywhere);
         // the mixer handle it hands back is.
         let (mixer_tx, mixer_rx) = std::sync::mpsc::channel();
+        let reference = EchoReference::new();
+        let relay_reference = reference.clone();
         let (keep_tx, keep_rx) = std::sync::mpsc::channel::<()>();
         let wanted = device.map(str::to_string);
         std::thread::Builder::new()
@@ -494,7 +470,7 @@ impl Speaker {
                 let config = *sink.config();
                 let (mixer, source) = rodio::mixer::mixer(config.channel_count(), config.sample_rate());
                 let source = Arc::new(Mutex::new(source));
-                sink.mixer().add(Relay::new(&source));
+                sink.mixer().add(Relay::new(&source, &relay_reference));
                 let _ = mixer_tx.send(Ok((mixer, name.clone())));
                 let mut sink = Some(sink);
                 // Until the Speaker is dropped (the channel disconnects).
@@ -507,7 +483,7 @@ impl Speaker {
                     }
                     match open_sink(wanted.as_deref(), &faults) {
                         Ok((s, _)) => {
-                            s.mixer().add(Relay::new(&source));
+                            s.mixer().add(Relay::new(&source, &relay_reference));
                             sink = Some(s);
                             tracing::info!("the speaker {name:?} is playing again");
                         }
@@ -532,7 +508,7 @@ impl Speaker {
             asides,
             name,
             tracker: Arc::new(Tracker::default()),
-            reference: EchoReference::new(),
+            reference,
             _keepalive: keep_tx,
         })
     }
@@ -563,7 +539,6 @@ impl AudioOut for Speaker {
             rate: rate_nz,
             seg,
             tracker: self.tracker.clone(),
-            tap: self.reference.tap(rate),
         });
     }
 
@@ -593,10 +568,8 @@ impl AudioOut for Speaker {
 
     fn aside(&self, samples: Vec<f32>, rate: u32) {
         if let Some(rate_nz) = NonZero::new(rate) {
-            self.asides.append(Tapped {
-                source: rodio::buffer::SamplesBuffer::new(NonZero::<u16>::MIN, rate_nz, samples),
-                tap: self.reference.tap(rate),
-            });
+            self.asides
+                .append(rodio::buffer::SamplesBuffer::new(NonZero::<u16>::MIN, rate_nz, samples));
         }
     }
 
@@ -721,7 +694,6 @@ mod tests {
             rate: NonZero::new(10).unwrap(),
             seg,
             tracker: tracker.clone(),
-            tap: EchoReference::new().tap(10),
         };
         for _ in 0..5 {
             assert!(src.next().is_some());

@@ -27,10 +27,19 @@ pub struct ToMono16k {
     /// Output frames produced (after skipping the delay).
     frames_out: u64,
     rate: u32,
+    /// Input frames per resampler call.
+    chunk: usize,
 }
 
 impl ToMono16k {
     pub fn new(rate: u32, channels: u16) -> Result<Self, AudioError> {
+        Self::with_chunk(rate, channels, CHUNK)
+    }
+
+    /// The same, resampling `chunk` input frames at a time: a smaller chunk holds audio
+    /// back for less time (the echo canceller's reference must reach AEC3 before its echo
+    /// does), at a little more cost per sample.
+    pub fn with_chunk(rate: u32, channels: u16, chunk: usize) -> Result<Self, AudioError> {
         if rate == 0 || channels == 0 {
             return Err(AudioError::Format(format!("{channels} channels at {rate} Hz")));
         }
@@ -38,7 +47,7 @@ impl ToMono16k {
             None
         } else {
             Some(
-                FftFixedIn::<f32>::new(rate as usize, STT_RATE as usize, CHUNK, 2, 1)
+                FftFixedIn::<f32>::new(rate as usize, STT_RATE as usize, chunk.max(1), 2, 1)
                     .map_err(|e| AudioError::Format(format!("cannot resample {rate} Hz to 16 kHz: {e}")))?,
             )
         };
@@ -51,6 +60,7 @@ impl ToMono16k {
             frames_in: 0,
             frames_out: 0,
             rate,
+            chunk: chunk.max(1),
         })
     }
 
@@ -92,11 +102,11 @@ impl ToMono16k {
             *frames_out += (block.len() - start) as u64;
         };
         let mut offset = 0;
-        while self.pending.len() - offset >= CHUNK {
-            if let Ok(res) = r.process(&[&self.pending[offset..offset + CHUNK]], None) {
+        while self.pending.len() - offset >= self.chunk {
+            if let Ok(res) = r.process(&[&self.pending[offset..offset + self.chunk]], None) {
                 emit(&res[0], &mut self.skip, &mut self.frames_out);
             }
-            offset += CHUNK;
+            offset += self.chunk;
         }
         self.pending.drain(..offset);
         if last {
