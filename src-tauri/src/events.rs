@@ -158,6 +158,16 @@ pub enum View {
     Settings,
 }
 
+/// An event as a window gets it: numbered, from 1, in the order sent. A snapshot carries
+/// the number of the last event sent before it was read, so a window can tell a snapshot
+/// older than an event it has already shown (the two travel by different routes and may
+/// arrive in either order) and read a fresh one instead of putting the old state back.
+#[derive(Debug, Clone, Serialize, specta::Type)]
+pub struct Numbered {
+    pub seq: u64,
+    pub event: AppEvent,
+}
+
 /// Everything a window hears, in order.
 #[derive(Debug, Clone, PartialEq, Serialize, specta::Type)]
 #[serde(tag = "type", rename_all = "snake_case")]

@@ -21,7 +21,7 @@ use tauri::ipc::Channel;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{CmdResult, CommandError};
-use crate::events::{AppEvent, Download, Status};
+use crate::events::{AppEvent, Download, Numbered, Status};
 use crate::logging::Logs;
 use crate::settings::AppSettings;
 
@@ -35,6 +35,8 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// events: kept up to date as events pass.
 #[derive(Debug, Clone, Default)]
 pub struct Latest {
+    /// The number of the last event sent (0: none yet).
+    pub seq: u64,
     pub panel: Option<Box<PanelView>>,
     pub download: Option<Download>,
     /// Problems to show as banners (setup problems: no speaker, shortcut taken).
@@ -103,7 +105,7 @@ pub struct AppState {
     /// must not wait behind a session switch either).
     pub hands_free: Mutex<Option<HandsFree>>,
     /// Each window's channel, by window label.
-    channels: Mutex<HashMap<String, Channel<AppEvent>>>,
+    channels: Mutex<HashMap<String, Channel<Numbered>>>,
     status: Mutex<Status>,
     /// What "idle" means now: ready, or no microphone.
     idle: Mutex<Status>,
@@ -174,27 +176,30 @@ impl AppState {
     }
 
     /// A window listens here from now on (replacing its earlier channel).
-    pub fn subscribe(&self, window: &str, channel: Channel<AppEvent>) {
+    pub fn subscribe(&self, window: &str, channel: Channel<Numbered>) {
         lock(&self.channels).insert(window.to_string(), channel);
     }
 
     /// Sends an event to every window, keeping what a window opening later must know.
     pub fn emit(&self, event: AppEvent) {
+        let mut latest = lock(&self.latest);
         match &event {
             AppEvent::Voice {
                 event: VoiceEvent::ContextChanged { panel },
-            } => lock(&self.latest).panel = Some(panel.clone()),
-            AppEvent::Download { progress } => lock(&self.latest).download = progress.clone(),
+            } => latest.panel = Some(panel.clone()),
+            AppEvent::Download { progress } => latest.download = progress.clone(),
             AppEvent::Problem { problem } => {
-                let mut l = lock(&self.latest);
-                l.problems.retain(|p| p != problem);
-                l.problems.push(problem.clone());
+                latest.problems.retain(|p| p != problem);
+                latest.problems.push(problem.clone());
             }
             _ => {}
         }
+        latest.seq += 1;
+        let numbered = Numbered { seq: latest.seq, event };
+        // Sent while numbered: every window gets the events in the order of their numbers.
         let channels = lock(&self.channels);
         for ch in channels.values() {
-            let _ = ch.send(event.clone());
+            let _ = ch.send(numbered.clone());
         }
     }
 

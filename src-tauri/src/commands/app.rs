@@ -9,14 +9,14 @@ use tauri_plugin_opener::OpenerExt;
 use super::view::snapshot;
 pub use super::view::Snapshot;
 use crate::error::{CmdResult, CommandError};
-use crate::events::{AppEvent, Status};
+use crate::events::{Numbered, Status};
 use crate::settings::AppSettings;
 use crate::state::{lock, AppState, Fatal};
 
 /// The window listens here from now on; a fresh history panel follows.
 #[tauri::command]
 #[specta::specta]
-pub fn subscribe(window: Window, state: State<'_, AppState>, channel: Channel<AppEvent>) -> CmdResult<()> {
+pub fn subscribe(window: Window, state: State<'_, AppState>, channel: Channel<Numbered>) -> CmdResult<()> {
     state.subscribe(window.label(), channel);
     if let Some(h) = lock(&state.voice).clone() {
         let _ = h.refresh();

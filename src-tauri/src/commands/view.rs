@@ -19,6 +19,9 @@ use crate::state::AppState;
 /// Everything a window shows, as it is now.
 #[derive(Debug, Clone, Serialize, specta::Type)]
 pub struct Snapshot {
+    /// The number of the last event sent before this was read (see [`crate::events::Numbered`]):
+    /// everything here is at least as new as that event.
+    pub seq: u64,
     pub settings: AppSettings,
     pub keys: Vec<KeyStatus>,
     pub session_id: Option<String>,
@@ -43,10 +46,12 @@ pub struct Snapshot {
 }
 
 pub async fn snapshot(state: &AppState) -> Snapshot {
-    let settings = state.settings();
+    // Read first: what is read after it is at least as new as its last event.
     let latest = state.latest();
+    let settings = state.settings();
     let session_id = state.runtime.lock().await.as_ref().map(|r| r.session_id.clone());
     Snapshot {
+        seq: latest.seq,
         keys: key_statuses(state, &settings),
         shortcut_label: label(&settings.shortcut, Platform::current()),
         onboarding: !settings.onboarded && !matches!(state.status(), Status::Fatal { .. }),

@@ -2,7 +2,7 @@
 // one place, and the caller gets `undefined`.
 
 import { Channel } from "@tauri-apps/api/core";
-import type { AppEvent, CommandError, Result } from "./bindings";
+import type { CommandError, Numbered, Result } from "./bindings";
 import { commands } from "./bindings";
 import { showProblem } from "./state.svelte";
 
@@ -27,9 +27,9 @@ export async function call<T>(pending: Promise<Result<T, CommandError>>): Promis
 }
 
 /** Listens to the app's events from now on. */
-export function subscribe(onEvent: (e: AppEvent) => void): Promise<null | undefined> {
-  const channel = new Channel<AppEvent>();
-  channel.onmessage = onEvent;
+export function subscribe(onMessage: (m: Numbered) => void): Promise<null | undefined> {
+  const channel = new Channel<Numbered>();
+  channel.onmessage = onMessage;
   // The generated signature types the channel loosely; it is this Channel.
   return call(commands.subscribe(channel as never));
 }

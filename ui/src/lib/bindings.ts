@@ -11,7 +11,7 @@ export const commands = {
 /**
  * The window listens here from now on; a fresh history panel follows.
  */
-async subscribe(channel: TAURI_CHANNEL<AppEvent>) : Promise<Result<null, CommandError>> {
+async subscribe(channel: TAURI_CHANNEL<Numbered>) : Promise<Result<null, CommandError>> {
     try {
     return { status: "ok", data: await TAURI_INVOKE("subscribe", { channel }) };
 } catch (e) {
@@ -1175,6 +1175,13 @@ export type NoTurn =
  */
 "no_words"
 /**
+ * An event as a window gets it: numbered, from 1, in the order sent. A snapshot carries
+ * the number of the last event sent before it was read, so a window can tell a snapshot
+ * older than an event it has already shown (the two travel by different routes and may
+ * arrive in either order) and read a fresh one instead of putting the old state back.
+ */
+export type Numbered = { seq: number; event: AppEvent }
+/**
  * A tool call as the panel shows it.
  */
 export type PanelCall = { name: string; 
@@ -1308,7 +1315,12 @@ export type SessionInfo = { id: string; title: string | null; created_at: string
 /**
  * Everything a window shows, as it is now.
  */
-export type Snapshot = { settings: AppSettings; keys: KeyStatus[]; session_id: string | null; panel: PanelView | null; status: Status; 
+export type Snapshot = { 
+/**
+ * The number of the last event sent before this was read (see [`crate::events::Numbered`]):
+ * everything here is at least as new as that event.
+ */
+seq: number; settings: AppSettings; keys: KeyStatus[]; session_id: string | null; panel: PanelView | null; status: Status; 
 /**
  * Banners that still stand (setup problems).
  */

@@ -6,12 +6,14 @@ import type {
   CommandError,
   ConsentRequest,
   Download,
+  Numbered,
   PanelView,
   Snapshot,
   Status,
   TurnMetrics,
   VoiceEvent,
 } from "./bindings";
+import { commands } from "./bindings";
 
 /** One line of the live transcript. */
 export interface Line {
@@ -83,8 +85,28 @@ export function dismiss(id: number): void {
   app.banners = app.banners.filter((b) => b.id !== id);
 }
 
-/** Applies a snapshot from `app_state` (at start, after Settings are saved). */
-export function applySnapshot(s: Snapshot): void {
+/** The number of the last event this window has shown. */
+let shownSeq = 0;
+
+/** An event from the app's channel (numbered in the order sent). */
+export function onMessage(m: Numbered): void {
+  shownSeq = Math.max(shownSeq, m.seq);
+  onEvent(m.event);
+}
+
+/** Applies a snapshot (`app_state`'s, or what a command returns). A snapshot comes back by
+ *  another route than the events: one read before an event this window has already shown
+ *  would put the older state back (the panel without a language just chosen, a status
+ *  that has moved on), so it is read again until it is at least as new. */
+export async function applySnapshot(s: Snapshot): Promise<void> {
+  while (s.seq < shownSeq) {
+    const fresh = await commands.appState();
+    if (fresh.status === "error") {
+      showProblem(fresh.error);
+      return;
+    }
+    s = fresh.data;
+  }
   app.snapshot = s;
   app.status = s.status;
   if (s.panel) app.panel = s.panel;
@@ -209,7 +231,7 @@ function onVoice(e: VoiceEvent): void {
 }
 
 /** Every event from the app, in order. */
-export function onEvent(e: AppEvent): void {
+function onEvent(e: AppEvent): void {
   switch (e.type) {
     case "voice":
       onVoice(e.event);
