@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The offline spoken turn measured in one run (issues 12 and 20): today's pipeline (whisper
 # tiny.en at each pause while the key is held, the overlapped schedule) and the new one
-# (Moonshine tiny's live words), each with the OS voice and the natural voice, on the same
+# (Moonshine tiny's live words), each with the OS voice and the natural voice (the new one
+# also with the quick natural voice, Piper's Joe), on the same
 # clips played as live speech (the path of `hark talk --wav FILE --live`): espeak-ng
 # questions and real human speech that registry packages ship (twelve of Debian's
 # asterisk-core-sounds-en-wav prompts, CC-BY-SA-3.0, and beckett.wav from the PyPI wheel
@@ -16,9 +17,10 @@
 #        through every pipeline: about ten minutes on 2 cores)
 # Environment:
 #   HARK_BENCH_RUNS        runs (the argument wins)
-#   HARK_BENCH_PIPELINES   default overlapped,overlapped/natural,moonshine,moonshine/natural;
-#                          sequential (whisper after the release) too; a voice after `/`
-#                          (system or natural; system when none is named)
+#   HARK_BENCH_PIPELINES   default overlapped,overlapped/natural,moonshine,moonshine/natural,
+#                          moonshine/piper; sequential (whisper after the release) too; a
+#                          voice after `/` (system, natural or piper; system when none is
+#                          named)
 #   HARK_BENCH_CLIPS       clip sets, default espeak,asterisk,beckett
 #   HARK_BENCH_RELEASE_MS  how long after the last word the key comes up (default 300)
 #   HARK_BENCH_LLM         the chat model, a manifest id (default: the default one)

@@ -14,7 +14,8 @@
 //! - `sequential` (on request): whisper after the release, then the whole prompt, then the
 //!   first whole sentence (Hark before issue 12).
 //!
-//! Each runs with the OS voice (espeak-ng) and the natural voice (Kokoro).
+//! Each runs with the OS voice (espeak-ng) and the natural voice (Kokoro); the new one also
+//! with the quick natural voice (Piper's Joe), measured against today's natural voice.
 //!
 //! The clips: three questions spoken by espeak-ng, and real human speech that registry
 //! packages ship: twelve prompts of Debian's `asterisk-core-sounds-en-wav` (Allison
@@ -39,8 +40,8 @@
 //! key comes up; `HARK_BENCH_VERBOSE` prints each turn's figures, transcript and reply on
 //! stderr; `HARK_BENCH_LLM` picks the chat model (a manifest id; default: the default
 //! one); `HARK_BENCH_PIPELINES` (default
-//! `overlapped,overlapped/natural,moonshine,moonshine/natural`) picks the pipelines, each
-//! with a voice after `/` (`system` when none is named); `HARK_BENCH_CLIPS` (default
+//! `overlapped,overlapped/natural,moonshine,moonshine/natural,moonshine/piper`) picks the
+//! pipelines, each with a voice after `/` (`system` when none is named); `HARK_BENCH_CLIPS` (default
 //! `espeak,asterisk,beckett`) the clip sets; `HARK_BENCH_SPEECH` the directory holding the
 //! human recordings (the script's: the Debian packages unpacked under `asterisk/`,
 //! `beckett.wav` fetched there).
@@ -68,6 +69,7 @@ use hark_core::stt::wer::WordErrors;
 use hark_core::stt::whisper::WhisperStt;
 use hark_core::stt::Transcriber;
 use hark_core::tts::natural::NaturalVoice;
+use hark_core::tts::piper::PiperVoice;
 use hark_core::tts::system::SystemVoice;
 use hark_core::tts::{AudioChunk, Synthesizer};
 use tokio::sync::mpsc;
@@ -152,7 +154,7 @@ struct Config {
     name: &'static str,
     engine: Engine,
     pipeline: Pipeline,
-    /// `system` or `natural`.
+    /// `system`, `natural` (Kokoro) or `piper` (the quick natural voice).
     voice: &'static str,
 }
 
@@ -164,7 +166,7 @@ impl Config {
 
 fn configs() -> Vec<Config> {
     std::env::var("HARK_BENCH_PIPELINES")
-        .unwrap_or_else(|_| "overlapped,overlapped/natural,moonshine,moonshine/natural".into())
+        .unwrap_or_else(|_| "overlapped,overlapped/natural,moonshine,moonshine/natural,moonshine/piper".into())
         .split(',')
         .map(|p| {
             let p = p.trim();
@@ -180,7 +182,8 @@ fn configs() -> Vec<Config> {
             let voice = match voice {
                 "system" => "system",
                 "natural" => "natural",
-                other => panic!("HARK_BENCH_PIPELINES: unknown voice {other:?} (system, natural)"),
+                "piper" => "piper",
+                other => panic!("HARK_BENCH_PIPELINES: unknown voice {other:?} (system, natural, piper)"),
             };
             Config {
                 name,
@@ -551,6 +554,10 @@ fn main() {
         let profile = hark_core::assembly::Profile::default();
         let mut specs = vec![llm, stt];
         specs.extend(profile.natural_specs(&manifest).expect("the natural voice in the manifest"));
+        let wants_piper = configs.iter().any(|c| c.voice == "piper");
+        if wants_piper {
+            specs.extend(profile.piper_specs(&manifest).expect("the quick natural voice in the manifest"));
+        }
         if wants_moonshine {
             specs.extend(profile.moonshine_specs(&manifest).expect("Moonshine in the manifest"));
         }
@@ -599,6 +606,10 @@ fn main() {
         let natural_voice =
             NaturalVoice::new(profile.natural_files(&manifest, &models).expect("its files"), None).expect("af_heart");
         let natural: Arc<dyn Synthesizer> = Arc::new(natural_voice);
+        let piper: Option<Arc<dyn Synthesizer>> = wants_piper.then(|| {
+            let files = profile.piper_files(&manifest, &models).expect("its files");
+            Arc::new(PiperVoice::new(files).expect("Piper")) as Arc<dyn Synthesizer>
+        });
         let voice_for = |c: &Config| {
             let engine: Arc<dyn Transcriber> = match (c.engine, &moonshine_stt) {
                 (Engine::Moonshine, Some(m)) => Arc::new(m.clone()),
@@ -607,7 +618,12 @@ fn main() {
             };
             Voice {
                 stt: engine,
-                tts: if c.voice == "natural" { natural.clone() } else { system.clone() },
+                tts: match (c.voice, &piper) {
+                    ("natural", _) => natural.clone(),
+                    ("piper", Some(p)) => p.clone(),
+                    ("piper", None) => unreachable!("loaded when a pipeline uses it"),
+                    _ => system.clone(),
+                },
                 out: Arc::new(ClockOut::new()),
             }
         };
@@ -628,7 +644,8 @@ fn main() {
             "A spider has eight legs.",
         ];
         let mut rtf = Vec::new();
-        for (name, tts) in [("system", &system), ("natural", &natural)] {
+        let voices = [("system", Some(&system)), ("natural", Some(&natural)), ("piper", piper.as_ref())];
+        for (name, tts) in voices.into_iter().filter_map(|(n, t)| t.map(|t| (n, t))) {
             let (mut compute, mut audio) = (0.0, 0.0);
             for s in sentences {
                 let (tx, mut rx) = mpsc::unbounded_channel::<AudioChunk>();
@@ -653,7 +670,7 @@ fn main() {
             count(Source::Human)
         );
         println!(
-            "whisper {} or {} (live) → {} in hark-llm → the OS voice (espeak-ng) or the natural voice (Kokoro, {} thread(s)); \
+            "whisper {} or {} (live) → {} in hark-llm → the OS voice (espeak-ng), the natural voice (Kokoro) or the quick natural voice (Piper's Joe), {} thread(s); \
              each clip played live, the key released {} ms after its last word\n",
             stt.id,
             moonshine::MODEL_ID,
@@ -708,10 +725,13 @@ fn main() {
 
         // Issue 20's goals: the new pipeline against today's, per voice, in this run.
         println!();
-        for (voice, voice_name, goal_p50, goal_p95, goal_ratio) in
-            [("system", "OS voice", 400.0, 600.0, 0.75), ("natural", "natural voice", 700.0, 900.0, 0.55)]
-        {
-            let (Some(today), Some(new)) = (find("overlapped", voice), find("moonshine", voice)) else {
+        // The quick natural voice is measured against today's natural voice (Kokoro).
+        for (voice, today_voice, voice_name, goal_p50, goal_p95, goal_ratio) in [
+            ("system", "system", "OS voice", 400.0, 600.0, 0.75),
+            ("natural", "natural", "natural voice", 700.0, 900.0, 0.55),
+            ("piper", "natural", "quick natural voice against today's natural voice", 700.0, 900.0, 0.55),
+        ] {
+            let (Some(today), Some(new)) = (find("overlapped", today_voice), find("moonshine", voice)) else {
                 continue;
             };
             let ratio = |f: fn(&Measured) -> f64, q: f64| pct(new, f, q) / pct(today, f, q);

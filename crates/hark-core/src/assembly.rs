@@ -25,6 +25,7 @@ use crate::stt::openai::OpenAiStt;
 use crate::stt::{SttKind, Transcriber};
 use crate::tools::Toolbox;
 use crate::tts::natural::{self, KokoroFiles, NaturalVoice};
+use crate::tts::piper::{self, PiperFiles, PiperVoice};
 use crate::tts::remote::{DeepgramTts, OpenAiTts};
 use crate::tts::system::SystemVoice;
 use crate::tts::{Synthesizer, TtsKind};
@@ -326,8 +327,10 @@ impl Profile {
         if self.moonshine_in_effect(manifest) {
             want.extend(self.moonshine_specs(manifest)?.into_iter().cloned());
         }
-        if voice == TtsKind::Natural {
-            want.extend(self.natural_specs(manifest)?.into_iter().cloned());
+        match voice {
+            TtsKind::Natural => want.extend(self.natural_specs(manifest)?.into_iter().cloned()),
+            TtsKind::Piper => want.extend(self.piper_specs(manifest)?.into_iter().cloned()),
+            _ => {}
         }
         // Recall finds meaning with the embedding model, where the manifest pins it (a
         // manifest without it leaves recall to the words).
@@ -406,22 +409,27 @@ impl Profile {
         Ok(SmartTurnFiles { model, runtime })
     }
 
-    /// The voice engine in effect and, when it is not the one chosen, why: the natural
-    /// voice falls back to the OS voice where the manifest has none for this system, where
-    /// espeak-ng (`espeak_ng`: where it was found, if it was) is missing, and for a
-    /// conversation language Kokoro does not speak (unless a voice is named).
+    /// The voice engine in effect and, when it is not the one chosen, why: a natural voice
+    /// (Kokoro, or the quick one, Piper) falls back to the OS voice where the manifest has
+    /// none for this system, where espeak-ng (`espeak_ng`: where it was found, if it was)
+    /// is missing, and for a conversation language it does not speak (Kokoro: unless a
+    /// voice is named; Piper's voice speaks English only).
     pub fn voice_in_effect(&self, manifest: &Manifest, espeak_ng: Option<&std::path::Path>) -> VoiceInEffect {
         let system = |why| VoiceInEffect {
             kind: TtsKind::System,
             fallback: Some(why),
         };
-        if self.tts != TtsKind::Natural {
-            return VoiceInEffect {
-                kind: self.tts,
-                fallback: None,
-            };
-        }
-        if let Err(e) = self.natural_specs(manifest) {
+        let specs = match self.tts {
+            TtsKind::Natural => self.natural_specs(manifest),
+            TtsKind::Piper => self.piper_specs(manifest),
+            _ => {
+                return VoiceInEffect {
+                    kind: self.tts,
+                    fallback: None,
+                }
+            }
+        };
+        if let Err(e) = specs {
             return system(VoiceFallback::NotOnThisComputer(e.to_string()));
         }
         if espeak_ng.is_none() {
@@ -429,15 +437,17 @@ impl Profile {
                 std::env::consts::OS,
             )));
         }
-        if nonempty(&self.voice).is_none() {
-            if let Ok(Some(lang)) = self.language() {
-                if natural::voice_for(Some(lang)).is_none() {
-                    return system(VoiceFallback::Language(lang.name));
-                }
+        if let Ok(Some(lang)) = self.language() {
+            let speaks = match self.tts {
+                TtsKind::Piper => lang.code == "en",
+                _ => nonempty(&self.voice).is_some() || natural::voice_for(Some(lang)).is_some(),
+            };
+            if !speaks {
+                return system(VoiceFallback::Language(lang.name));
             }
         }
         VoiceInEffect {
-            kind: TtsKind::Natural,
+            kind: self.tts,
             fallback: None,
         }
     }
@@ -455,6 +465,24 @@ impl Profile {
             .default_for(ModelKind::Tts)
             .ok_or_else(|| ModelError::Manifest("the model manifest has no natural voice".into()))?;
         manifest.with_requirements(&spec.id)
+    }
+
+    /// The quick natural voice's model and ONNX Runtime for this platform, requirements
+    /// first.
+    pub fn piper_specs<'m>(&self, manifest: &'m Manifest) -> Result<Vec<&'m ModelSpec>, ModelError> {
+        manifest.with_requirements(piper::MODEL_ID)
+    }
+
+    /// Where the quick natural voice's files are (whether or not they are there yet).
+    pub fn piper_files(&self, manifest: &Manifest, store: &ModelStore) -> Result<PiperFiles, ModelError> {
+        let (model, runtime) = onnx_model(
+            manifest,
+            store,
+            piper::MODEL_ID,
+            ModelKind::Tts,
+            "the quick natural voice",
+        )?;
+        Ok(PiperFiles { model, runtime })
     }
 
     /// Where the natural voice's files are (whether or not they are there yet).
@@ -696,6 +724,35 @@ impl Profile {
                 v.warm_up();
                 Arc::new(v)
             }
+            TtsKind::Piper => {
+                let manifest =
+                    Manifest::load().map_err(|e| ProviderError::new("piper", ErrorKind::Settings, e.to_string()))?;
+                let effect = self.voice_in_effect(&manifest, crate::tts::espeak::find().as_deref());
+                if let Some(why) = effect.fallback {
+                    tracing::warn!("{why}");
+                    return Ok(system(None));
+                }
+                let files = self
+                    .piper_files(&manifest, &ModelStore::default_dir())
+                    .map_err(|e| ProviderError::new("piper", ErrorKind::LocalEngine, e.to_string()))?;
+                for f in [&files.model, &files.runtime] {
+                    if !f.exists() {
+                        return Err(ProviderError::new(
+                            "piper",
+                            ErrorKind::LocalEngine,
+                            format!(
+                                "the quick natural voice's file {} is not there: fetch it with `hark models fetch {}`",
+                                f.display(),
+                                piper::MODEL_ID
+                            ),
+                        ));
+                    }
+                }
+                let v = PiperVoice::new(files)?;
+                v.set_unload_after(self.unload_after());
+                v.warm_up();
+                Arc::new(v)
+            }
             TtsKind::Deepgram => Arc::new(DeepgramTts::new(
                 self.deepgram(kc),
                 voice.unwrap_or_else(|| language::deepgram_voice(lang).unwrap_or(DEEPGRAM_TTS_VOICE).into()),
@@ -880,6 +937,65 @@ mod tests {
             ..german
         };
         assert_eq!(named.voice_in_effect(&m, espeak()).kind, TtsKind::Natural);
+    }
+
+    /// The quick natural voice (Piper) speaks English: its model and ONNX Runtime are
+    /// fetched only when it speaks; another language, a missing espeak-ng or a manifest
+    /// without it for this system give the OS voice, with the reason.
+    #[test]
+    fn the_quick_natural_voice_speaks_english_and_says_why_when_it_cannot() {
+        let m = Manifest::parse(crate::models::MANIFEST_JSON)
+            .unwrap()
+            .for_platform("linux-x86_64");
+        let quick = Profile {
+            tts: TtsKind::Piper,
+            llm_provider: LlmChoice::Local,
+            ..Profile::default()
+        };
+        let effect = quick.voice_in_effect(&m, espeak());
+        assert_eq!((effect.kind, effect.fallback), (TtsKind::Piper, None));
+        let kc = Keychain::with_service(format!("hark-assembly-piper-{}", std::process::id()));
+        let ids = |voice| -> Vec<String> {
+            quick
+                .models_needed_for(&kc, &m, voice)
+                .unwrap()
+                .into_iter()
+                .map(|s| s.id)
+                .collect()
+        };
+        let needed = ids(TtsKind::Piper);
+        assert!(needed.contains(&piper::MODEL_ID.to_string()), "{needed:?}");
+        assert!(needed.contains(&"onnxruntime".to_string()), "{needed:?}");
+        assert!(!needed.iter().any(|id| id.starts_with("kokoro")), "{needed:?}");
+        assert!(!ids(TtsKind::System).contains(&piper::MODEL_ID.to_string()));
+        let files = quick
+            .piper_files(&m, &ModelStore::new(PathBuf::from("/models")))
+            .unwrap();
+        assert!(files.model.ends_with("en_US-joe-medium.onnx"), "{files:?}");
+
+        let german = Profile {
+            language: "de".into(),
+            ..quick.clone()
+        };
+        let effect = german.voice_in_effect(&m, espeak());
+        assert_eq!(effect.kind, TtsKind::System);
+        assert_eq!(effect.fallback, Some(VoiceFallback::Language("German")));
+        let english = Profile {
+            language: "en".into(),
+            ..quick.clone()
+        };
+        assert_eq!(english.voice_in_effect(&m, espeak()).kind, TtsKind::Piper);
+        assert!(matches!(
+            quick.voice_in_effect(&m, None).fallback,
+            Some(VoiceFallback::NoEspeakNg(_))
+        ));
+        let elsewhere = Manifest::parse(crate::models::MANIFEST_JSON)
+            .unwrap()
+            .for_platform("freebsd-riscv64");
+        assert!(matches!(
+            quick.voice_in_effect(&elsewhere, espeak()).fallback,
+            Some(VoiceFallback::NotOnThisComputer(_))
+        ));
     }
 
     #[test]

@@ -235,6 +235,7 @@ pub fn choices() -> Choices {
         ],
         tts: vec![
             choice(TtsKind::Natural, "Natural voice (offline)"),
+            choice(TtsKind::Piper, "Quick natural voice (offline, English; Piper)"),
             choice(TtsKind::System, "System voice (offline)"),
             choice(TtsKind::Deepgram, "Deepgram Aura-2"),
             choice(TtsKind::OpenAi, "OpenAI"),

@@ -1458,6 +1458,10 @@ export type TtsKind =
  */
 "natural" | 
 /**
+ * The quick natural offline voice (Piper, English).
+ */
+"piper" | 
+/**
  * Deepgram Aura-2.
  */
 "deepgram" | 

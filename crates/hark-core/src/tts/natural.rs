@@ -388,12 +388,12 @@ fn english_fixups(ipa: &str, american: bool) -> String {
 }
 
 /// Runs espeak-ng over word runs, one run per line; returns one IPA string per run.
-async fn espeak_ipa(runs: &[&str], voice: &str) -> Result<Vec<String>, ProviderError> {
+async fn espeak_ipa(provider: &'static str, runs: &[&str], voice: &str) -> Result<Vec<String>, ProviderError> {
     let input: String = runs
         .iter()
         .map(|r| format!("{}\n", r.replace(['\n', '\r'], " ")))
         .collect();
-    let out = super::espeak::run(PROVIDER, &["-q", "-b", "1", "--ipa", "-v", voice], input.as_bytes()).await?;
+    let out = super::espeak::run(provider, &["-q", "-b", "1", "--ipa", "-v", voice], input.as_bytes()).await?;
     Ok(String::from_utf8_lossy(&out)
         .lines()
         .map(|l| l.trim().to_string())
@@ -403,6 +403,18 @@ async fn espeak_ipa(runs: &[&str], voice: &str) -> Result<Vec<String>, ProviderE
 
 /// Text → Kokoro phonemes for a voice: word runs through espeak-ng, punctuation kept.
 pub async fn phonemize(text: &str, voice: &VoiceInfo) -> Result<String, ProviderError> {
+    let out = espeak_phonemes(PROVIDER, text, voice.espeak).await?;
+    Ok(if voice.language == "en" {
+        english_fixups(&out, voice.espeak == "en-us")
+    } else {
+        out
+    })
+}
+
+/// Text → espeak-ng's IPA with the punctuation kept as written between the runs of words
+/// (espeak-ng drops it), for the espeak voice `espeak`; errors are `provider`'s. Kokoro's
+/// and Piper's phonemes both start here.
+pub async fn espeak_phonemes(provider: &'static str, text: &str, espeak: &str) -> Result<String, ProviderError> {
     let pieces = split_punctuation(text);
     let runs: Vec<&str> = pieces
         .iter()
@@ -414,14 +426,14 @@ pub async fn phonemize(text: &str, voice: &VoiceInfo) -> Result<String, Provider
     let mut ipa = if runs.is_empty() {
         Vec::new()
     } else {
-        espeak_ipa(&runs, voice.espeak).await?
+        espeak_ipa(provider, &runs, espeak).await?
     };
     if ipa.len() != runs.len() {
         // espeak-ng split a run in two (it ends clauses at more than punctuation now and
         // then): phonemise run by run instead, joining each run's lines.
         ipa.clear();
         for r in &runs {
-            ipa.push(espeak_ipa(&[r], voice.espeak).await?.join(" "));
+            ipa.push(espeak_ipa(provider, &[r], espeak).await?.join(" "));
         }
     }
     let mut ipa = ipa.into_iter();
@@ -433,11 +445,6 @@ pub async fn phonemize(text: &str, voice: &VoiceInfo) -> Result<String, Provider
             Piece::Kept(k) => out.push_str(k),
         }
     }
-    let out = if voice.language == "en" {
-        english_fixups(&out, voice.espeak == "en-us")
-    } else {
-        out
-    };
     Ok(out.trim().to_string())
 }
 
