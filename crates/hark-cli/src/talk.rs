@@ -58,7 +58,7 @@ pub struct TalkArgs {
     stt: Option<SttKind>,
     /// Text-to-speech: natural (Kokoro, offline; fetched on first use; the OS voice where
     /// it is not available), piper (the quick natural voice, Piper's Joe: offline, English,
-    /// about ten times Kokoro's speed), system (the OS voice), deepgram, openai.
+    /// seven to ten times Kokoro's speed), system (the OS voice), deepgram, openai.
     #[arg(long, default_value = "natural")]
     tts: TtsKind,
     /// The whisper model file (default: the manifest's speech model in the models directory).

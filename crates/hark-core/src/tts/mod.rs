@@ -6,7 +6,7 @@
 //!   both streamed: audio is played while the rest of the sentence is still arriving.
 //! - `natural`: the natural offline voice, Kokoro-82M through ONNX Runtime, its files
 //!   fetched like the other offline models.
-//! - `piper`: the quick natural voice, a Piper voice through ONNX Runtime: about ten times
+//! - `piper`: the quick natural voice, a Piper voice through ONNX Runtime: seven to ten times
 //!   faster than Kokoro on a small machine, so its first sound comes sooner.
 //! - `system`: the operating system's own voice (espeak-ng on Linux, `say` on macOS,
 //!   System.Speech on Windows), rendered to audio so Hark's playback, barge-in and heard-text

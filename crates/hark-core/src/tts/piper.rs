@@ -2,7 +2,7 @@
 //!
 //! Kokoro (`natural`) renders a piece in 0.8–1.8 s on one core of a small machine, so its
 //! first sound comes seconds after the reply's first words. A Piper voice renders the same
-//! piece about ten times faster (real-time factor about 0.1 on one core), at some cost in
+//! piece seven to ten times faster (real-time factor about 0.1 on one core), at some cost in
 //! naturalness. It is an engine of its own, chosen in Settings like the others.
 //!
 //! Text becomes phonemes as for Kokoro (espeak-ng's IPA, punctuation kept as written;
