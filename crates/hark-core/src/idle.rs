@@ -97,6 +97,23 @@ impl<T: Send + Sync + 'static> IdleSlot<T> {
         Ok(v)
     }
 
+    /// Loads the value on a background thread named `thread`, so a first use does not wait
+    /// for it (a warm-up). A failure is logged, prefixed with `what`, and comes back at the
+    /// first use, which tries again.
+    pub fn load_in_background<E: std::fmt::Display>(
+        &self,
+        thread: &str,
+        what: &'static str,
+        load: impl FnOnce() -> Result<T, E> + Send + 'static,
+    ) {
+        let slot = self.clone();
+        let _ = std::thread::Builder::new().name(thread.into()).spawn(move || {
+            if let Err(e) = slot.get_or_try_load(load) {
+                tracing::warn!("{what}: {e}");
+            }
+        });
+    }
+
     /// Marks a use (call it when a use ends too: idle time counts from there).
     pub fn touch(&self) {
         let _ = lock(&self.inner.touched).send(());

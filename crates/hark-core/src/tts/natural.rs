@@ -448,18 +448,18 @@ pub async fn espeak_phonemes(provider: &'static str, text: &str, espeak: &str) -
     Ok(out.trim().to_string())
 }
 
-/// Splits a phoneme string into pieces of at most `MAX_TOKENS` symbols, preferring to cut
-/// after punctuation, else at a space.
-fn chunk_phonemes(phonemes: &str) -> Vec<String> {
+/// Splits a phoneme string into pieces of at most `max` symbols, preferring to cut after
+/// punctuation, else at a space (Kokoro's pieces, and Piper's).
+pub(super) fn chunk_phonemes(phonemes: &str, max: usize) -> Vec<String> {
     let mut chunks = Vec::new();
     let mut rest: Vec<char> = phonemes.chars().collect();
-    while rest.len() > MAX_TOKENS {
-        let window = &rest[..MAX_TOKENS];
+    while rest.len() > max {
+        let window = &rest[..max];
         let cut = window
             .iter()
             .rposition(|c| ".!?;:,—…".contains(*c))
             .or_else(|| window.iter().rposition(|c| *c == ' '))
-            .map_or(MAX_TOKENS, |i| i + 1);
+            .map_or(max, |i| i + 1);
         chunks.push(rest[..cut].iter().collect::<String>().trim().to_string());
         rest.drain(..cut);
     }
@@ -470,9 +470,10 @@ fn chunk_phonemes(phonemes: &str) -> Vec<String> {
     chunks
 }
 
-/// Cuts leading and trailing near-silence, keeping 30 ms around the speech.
-fn trim_silence(audio: &[f32]) -> &[f32] {
-    let pad = (SAMPLE_RATE as usize * 3) / 100;
+/// Cuts leading and trailing near-silence from audio at `rate`, keeping 30 ms around the
+/// speech (the voice turn joins pieces and adds its own pauses).
+pub(super) fn trim_silence(audio: &[f32], rate: u32) -> &[f32] {
+    let pad = (rate as usize * 3) / 100;
     let first = audio.iter().position(|s| s.abs() > 0.01);
     let last = audio.iter().rposition(|s| s.abs() > 0.01);
     match (first, last) {
@@ -581,7 +582,7 @@ impl Kokoro {
         let mut session = lock(&self.session);
         let outputs = session.run(inputs).map_err(run_err)?;
         let (_, audio) = outputs[0].try_extract_tensor::<f32>().map_err(run_err)?;
-        Ok(trim_silence(audio).to_vec())
+        Ok(trim_silence(audio, SAMPLE_RATE).to_vec())
     }
 }
 
@@ -636,14 +637,9 @@ impl NaturalVoice {
 
     /// Starts loading the model on a background thread.
     pub fn warm_up(&self) {
-        let (engine, files, threads) = (self.engine.clone(), self.files.clone(), self.threads);
-        let _ = std::thread::Builder::new()
-            .name("hark-voice-load".into())
-            .spawn(move || {
-                if let Err(e) = get_or_load(&engine, &files, threads) {
-                    tracing::warn!("natural voice: {e}");
-                }
-            });
+        let (files, threads) = (self.files.clone(), self.threads);
+        self.engine
+            .load_in_background("hark-voice-load", "natural voice", move || load(&files, threads));
     }
 
     /// Renders a whole text to samples at [`SAMPLE_RATE`] (phonemes, then each piece).
@@ -659,7 +655,7 @@ impl NaturalVoice {
         tokio::task::spawn_blocking(move || {
             let kokoro = get_or_load(&engine, &files, threads)?;
             let mut audio = Vec::new();
-            for piece in chunk_phonemes(&phonemes) {
+            for piece in chunk_phonemes(&phonemes, MAX_TOKENS) {
                 audio.extend(kokoro.render(&piece, voice, speed)?);
             }
             drop(kokoro);
@@ -672,12 +668,14 @@ impl NaturalVoice {
 }
 
 fn get_or_load(engine: &IdleSlot<Kokoro>, files: &KokoroFiles, threads: usize) -> Result<Arc<Kokoro>, ProviderError> {
-    engine.get_or_try_load(|| {
-        let started = std::time::Instant::now();
-        let k = Kokoro::load(files, threads)?;
-        tracing::info!("natural voice loaded in {:?} ({threads} thread(s))", started.elapsed());
-        Ok(k)
-    })
+    engine.get_or_try_load(|| load(files, threads))
+}
+
+fn load(files: &KokoroFiles, threads: usize) -> Result<Kokoro, ProviderError> {
+    let started = std::time::Instant::now();
+    let k = Kokoro::load(files, threads)?;
+    tracing::info!("natural voice loaded in {:?} ({threads} thread(s))", started.elapsed());
+    Ok(k)
 }
 
 #[async_trait]
@@ -736,7 +734,7 @@ mod tests {
                 .collect();
             proptest::prop_assert_eq!(joined, text.clone());
             let long = text.repeat(4);
-            for c in chunk_phonemes(&long) {
+            for c in chunk_phonemes(&long, MAX_TOKENS) {
                 proptest::prop_assert!(c.chars().count() <= MAX_TOKENS);
             }
             let _ = tokenize(&english_fixups(&text, true));
@@ -767,23 +765,23 @@ mod tests {
     #[test]
     fn long_phoneme_strings_are_cut_at_punctuation_within_the_limit() {
         let sentence = "ðɪs ɪz ɐ sˈɛntəns, ".repeat(60);
-        let chunks = chunk_phonemes(&sentence);
+        let chunks = chunk_phonemes(&sentence, MAX_TOKENS);
         assert!(chunks.len() > 1);
         assert!(chunks.iter().all(|c| c.chars().count() <= MAX_TOKENS));
         assert!(chunks[..chunks.len() - 1].iter().all(|c| c.ends_with(',')));
         let joined: String = chunks.concat().chars().filter(|c| !c.is_whitespace()).collect();
         let original: String = sentence.chars().filter(|c| !c.is_whitespace()).collect();
         assert_eq!(joined, original);
-        assert!(chunk_phonemes("  ").is_empty());
+        assert!(chunk_phonemes("  ", MAX_TOKENS).is_empty());
     }
 
     #[test]
     fn silence_is_trimmed_with_a_margin() {
         let mut audio = vec![0.0f32; 24_000];
         audio[12_000] = 0.5;
-        let t = trim_silence(&audio);
+        let t = trim_silence(&audio, SAMPLE_RATE);
         assert_eq!(t.len(), 720 * 2 + 1);
-        assert!(trim_silence(&[0.0; 100]).is_empty());
+        assert!(trim_silence(&[0.0; 100], SAMPLE_RATE).is_empty());
     }
 
     #[test]

@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use tokio::sync::mpsc;
 
+use super::natural::{chunk_phonemes, trim_silence};
 use super::{AudioChunk, Synthesizer};
 use crate::idle::IdleSlot;
 use crate::provider::{ErrorKind, ProviderError};
@@ -65,39 +66,6 @@ pub fn phoneme_ids(phonemes: &str) -> Vec<i64> {
     ids
 }
 
-/// Cuts a phoneme string into pieces of at most [`MAX_PHONEMES`], after punctuation where
-/// one falls in the window, else at a space.
-fn pieces(phonemes: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut rest: Vec<char> = phonemes.chars().collect();
-    while rest.len() > MAX_PHONEMES {
-        let window = &rest[..MAX_PHONEMES];
-        let cut = window
-            .iter()
-            .rposition(|c| ".!?;:,".contains(*c))
-            .or_else(|| window.iter().rposition(|c| *c == ' '))
-            .map_or(MAX_PHONEMES, |i| i + 1);
-        out.push(rest.drain(..cut).collect::<String>().trim().to_string());
-    }
-    let last: String = rest.into_iter().collect();
-    if !last.trim().is_empty() {
-        out.push(last.trim().to_string());
-    }
-    out
-}
-
-/// Cuts leading and trailing near-silence, keeping 30 ms around the speech (as for Kokoro:
-/// the voice turn joins pieces and adds its own pauses).
-fn trim_silence(audio: &[f32]) -> &[f32] {
-    let margin = (SAMPLE_RATE as usize * 3) / 100;
-    let first = audio.iter().position(|s| s.abs() > 0.01);
-    let last = audio.iter().rposition(|s| s.abs() > 0.01);
-    match (first, last) {
-        (Some(a), Some(b)) => &audio[a.saturating_sub(margin)..(b + 1 + margin).min(audio.len())],
-        _ => &[],
-    }
-}
-
 fn err(kind: ErrorKind, m: impl Into<String>) -> ProviderError {
     ProviderError::new(PROVIDER, kind, m)
 }
@@ -138,7 +106,7 @@ impl Piper {
     }
 
     /// Renders phonemes (at most [`MAX_PHONEMES`]); blocking. Silence around the speech is
-    /// cut.
+    /// cut, as for Kokoro (the voice turn joins pieces and adds its own pauses).
     pub fn render(&self, phonemes: &str) -> Result<Vec<f32>, ProviderError> {
         let ids = phoneme_ids(phonemes);
         if ids.len() <= 3 {
@@ -154,7 +122,7 @@ impl Piper {
         let mut session = lock(&self.session);
         let outputs = session.run(inputs).map_err(run_err)?;
         let (_, audio) = outputs[0].try_extract_tensor::<f32>().map_err(run_err)?;
-        Ok(trim_silence(audio).to_vec())
+        Ok(trim_silence(audio, SAMPLE_RATE).to_vec())
     }
 }
 
@@ -190,14 +158,9 @@ impl PiperVoice {
 
     /// Starts loading the model on a background thread.
     pub fn warm_up(&self) {
-        let (engine, files, threads) = (self.engine.clone(), self.files.clone(), self.threads);
-        let _ = std::thread::Builder::new()
-            .name("hark-piper-load".into())
-            .spawn(move || {
-                if let Err(e) = get_or_load(&engine, &files, threads) {
-                    tracing::warn!("quick natural voice: {e}");
-                }
-            });
+        let (files, threads) = (self.files.clone(), self.threads);
+        self.engine
+            .load_in_background("hark-piper-load", "quick natural voice", move || load(&files, threads));
     }
 
     /// Renders a whole text to samples at [`SAMPLE_RATE`].
@@ -210,7 +173,7 @@ impl PiperVoice {
         tokio::task::spawn_blocking(move || {
             let piper = get_or_load(&engine, &files, threads)?;
             let mut audio = Vec::new();
-            for piece in pieces(&phonemes) {
+            for piece in chunk_phonemes(&phonemes, MAX_PHONEMES) {
                 audio.extend(piper.render(&piece)?);
             }
             drop(piper);
@@ -223,15 +186,17 @@ impl PiperVoice {
 }
 
 fn get_or_load(engine: &IdleSlot<Piper>, files: &PiperFiles, threads: usize) -> Result<Arc<Piper>, ProviderError> {
-    engine.get_or_try_load(|| {
-        let started = std::time::Instant::now();
-        let p = Piper::load(files, threads)?;
-        tracing::info!(
-            "quick natural voice loaded in {:?} ({threads} thread(s))",
-            started.elapsed()
-        );
-        Ok(p)
-    })
+    engine.get_or_try_load(|| load(files, threads))
+}
+
+fn load(files: &PiperFiles, threads: usize) -> Result<Piper, ProviderError> {
+    let started = std::time::Instant::now();
+    let p = Piper::load(files, threads)?;
+    tracing::info!(
+        "quick natural voice loaded in {:?} ({threads} thread(s))",
+        started.elapsed()
+    );
+    Ok(p)
 }
 
 #[async_trait]
@@ -283,28 +248,5 @@ mod tests {
         assert_eq!(phoneme_ids("hˈa"), vec![1, 0, 20, 0, 120, 0, 14, 0, 2]);
         assert_eq!(phoneme_ids("h☃a"), vec![1, 0, 20, 0, 14, 0, 2]);
         assert_eq!(phoneme_ids(""), vec![1, 0, 2]);
-    }
-
-    #[test]
-    fn long_phoneme_strings_are_cut_at_punctuation_within_the_limit() {
-        let sentence = "ðɪs ɪz ɐ sˈɛntəns, ";
-        let long: String = sentence.repeat(40);
-        let cut = pieces(&long);
-        assert!(cut.len() > 1);
-        assert!(cut.iter().all(|p| p.chars().count() <= MAX_PHONEMES));
-        assert!(cut[..cut.len() - 1].iter().all(|p| p.ends_with(',')), "{cut:?}");
-        let joined: String = cut.join(" ");
-        assert_eq!(joined.split_whitespace().count(), long.split_whitespace().count());
-        assert!(pieces("   ").is_empty());
-    }
-
-    #[test]
-    fn silence_is_trimmed_with_a_margin() {
-        let mut audio = vec![0.0f32; 22_050];
-        audio[10_000..11_000].fill(0.5);
-        let t = trim_silence(&audio);
-        let margin = 661;
-        assert_eq!(t.len(), 1_000 + 2 * margin);
-        assert!(trim_silence(&[0.0; 100]).is_empty());
     }
 }
