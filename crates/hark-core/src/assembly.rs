@@ -672,6 +672,21 @@ impl Profile {
         ))
     }
 
+    /// The manifest for an offline voice of `provider` (Kokoro or Piper), or `None` where
+    /// the OS voice speaks instead. Their phonemes come from espeak-ng (installed with Hark's
+    /// Linux packages; on macOS and Windows only if the user installed it). The callers show
+    /// why the OS voice speaks (`voice_in_effect`); here it is logged.
+    fn offline_voice_manifest(&self, provider: &'static str) -> Result<Option<Manifest>, ProviderError> {
+        let manifest =
+            Manifest::load().map_err(|e| ProviderError::new(provider, ErrorKind::Settings, e.to_string()))?;
+        let effect = self.voice_in_effect(&manifest, crate::tts::espeak::find().as_deref());
+        if let Some(why) = effect.fallback {
+            tracing::warn!("{why}");
+            return Ok(None);
+        }
+        Ok(Some(manifest))
+    }
+
     /// The voice: the one named, else the engine's default for the conversation language
     /// (OpenAI's voices speak whatever language the text is in).
     pub fn synthesizer(&self, kc: &Keychain) -> Result<Arc<dyn Synthesizer>, ProviderError> {
@@ -687,16 +702,9 @@ impl Profile {
         Ok(match self.tts {
             TtsKind::System => system(voice),
             TtsKind::Natural => {
-                let manifest =
-                    Manifest::load().map_err(|e| ProviderError::new("natural", ErrorKind::Settings, e.to_string()))?;
-                // Its phonemes come from espeak-ng (installed with Hark's Linux packages; on
-                // macOS and Windows only if the user installed it). The callers show why the
-                // OS voice speaks (`voice_in_effect`); here it is logged.
-                let effect = self.voice_in_effect(&manifest, crate::tts::espeak::find().as_deref());
-                if let Some(why) = effect.fallback {
-                    tracing::warn!("{why}");
+                let Some(manifest) = self.offline_voice_manifest("natural")? else {
                     return Ok(system(None));
-                }
+                };
                 // A named voice, else the natural voice of the conversation language (which
                 // `voice_in_effect` found).
                 let id = match (&voice, natural::voice_for(lang)) {
@@ -707,47 +715,30 @@ impl Profile {
                 let files = self
                     .natural_files(&manifest, &ModelStore::default_dir())
                     .map_err(|e| ProviderError::new("natural", ErrorKind::LocalEngine, e.to_string()))?;
-                for f in [&files.model, &files.voices, &files.runtime] {
-                    if !f.exists() {
-                        return Err(ProviderError::new(
-                            "natural",
-                            ErrorKind::LocalEngine,
-                            format!(
-                                "the natural voice's file {} is not there: fetch it with `hark models fetch kokoro-82m`",
-                                f.display()
-                            ),
-                        ));
-                    }
-                }
+                all_there(
+                    "natural",
+                    "the natural voice",
+                    "kokoro-82m",
+                    &[&files.model, &files.voices, &files.runtime],
+                )?;
                 let v = NaturalVoice::new(files, Some(&id))?;
                 v.set_unload_after(self.unload_after());
                 v.warm_up();
                 Arc::new(v)
             }
             TtsKind::Piper => {
-                let manifest =
-                    Manifest::load().map_err(|e| ProviderError::new("piper", ErrorKind::Settings, e.to_string()))?;
-                let effect = self.voice_in_effect(&manifest, crate::tts::espeak::find().as_deref());
-                if let Some(why) = effect.fallback {
-                    tracing::warn!("{why}");
+                let Some(manifest) = self.offline_voice_manifest("piper")? else {
                     return Ok(system(None));
-                }
+                };
                 let files = self
                     .piper_files(&manifest, &ModelStore::default_dir())
                     .map_err(|e| ProviderError::new("piper", ErrorKind::LocalEngine, e.to_string()))?;
-                for f in [&files.model, &files.runtime] {
-                    if !f.exists() {
-                        return Err(ProviderError::new(
-                            "piper",
-                            ErrorKind::LocalEngine,
-                            format!(
-                                "the quick natural voice's file {} is not there: fetch it with `hark models fetch {}`",
-                                f.display(),
-                                piper::MODEL_ID
-                            ),
-                        ));
-                    }
-                }
+                all_there(
+                    "piper",
+                    "the quick natural voice",
+                    piper::MODEL_ID,
+                    &[&files.model, &files.runtime],
+                )?;
                 let v = PiperVoice::new(files)?;
                 v.set_unload_after(self.unload_after());
                 v.warm_up();
@@ -762,6 +753,22 @@ impl Profile {
                 voice.unwrap_or_else(|| OPENAI_TTS_VOICE.into()),
             )?),
         })
+    }
+}
+
+/// An error of `provider` naming the first of `files` that is not there and the fetch of
+/// `id` that brings it (`what`: "the natural voice").
+fn all_there(provider: &'static str, what: &str, id: &str, files: &[&PathBuf]) -> Result<(), ProviderError> {
+    match files.iter().find(|f| !f.exists()) {
+        Some(f) => Err(ProviderError::new(
+            provider,
+            ErrorKind::LocalEngine,
+            format!(
+                "{what}'s file {} is not there: fetch it with `hark models fetch {id}`",
+                f.display()
+            ),
+        )),
+        None => Ok(()),
     }
 }
 

@@ -114,6 +114,20 @@ impl<T: Send + Sync + 'static> IdleSlot<T> {
         });
     }
 
+    /// Runs `f` with the value, loading it first if needed, then marks the end of the use
+    /// (idle time counts from there, not from its start), whatever `f` returned.
+    pub fn use_with<E, R>(
+        &self,
+        load: impl FnOnce() -> Result<T, E>,
+        f: impl FnOnce(&T) -> Result<R, E>,
+    ) -> Result<R, E> {
+        let value = self.get_or_try_load(load)?;
+        let out = f(&value);
+        drop(value); // an unload after the touch is not held up by this use
+        self.touch();
+        out
+    }
+
     /// Marks a use (call it when a use ends too: idle time counts from there).
     pub fn touch(&self) {
         let _ = lock(&self.inner.touched).send(());

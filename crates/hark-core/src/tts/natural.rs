@@ -16,7 +16,7 @@
 //! On a small machine it runs on one thread so the local chat model keeps the other core.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use async_trait::async_trait;
 use tokio::sync::mpsc;
@@ -653,22 +653,20 @@ impl NaturalVoice {
             self.speed,
         );
         tokio::task::spawn_blocking(move || {
-            let kokoro = get_or_load(&engine, &files, threads)?;
-            let mut audio = Vec::new();
-            for piece in chunk_phonemes(&phonemes, MAX_TOKENS) {
-                audio.extend(kokoro.render(&piece, voice, speed)?);
-            }
-            drop(kokoro);
-            engine.touch(); // idle time counts from the end of a use
-            Ok(audio)
+            engine.use_with(
+                || load(&files, threads),
+                |kokoro| {
+                    let mut audio = Vec::new();
+                    for piece in chunk_phonemes(&phonemes, MAX_TOKENS) {
+                        audio.extend(kokoro.render(&piece, voice, speed)?);
+                    }
+                    Ok(audio)
+                },
+            )
         })
         .await
         .map_err(|e| err(ErrorKind::LocalEngine, format!("the natural voice stopped: {e}")))?
     }
-}
-
-fn get_or_load(engine: &IdleSlot<Kokoro>, files: &KokoroFiles, threads: usize) -> Result<Arc<Kokoro>, ProviderError> {
-    engine.get_or_try_load(|| load(files, threads))
 }
 
 fn load(files: &KokoroFiles, threads: usize) -> Result<Kokoro, ProviderError> {

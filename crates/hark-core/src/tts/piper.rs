@@ -16,7 +16,7 @@
 //! the 58 MB wheel for a 5 KB file would buy nothing.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use async_trait::async_trait;
 use tokio::sync::mpsc;
@@ -171,22 +171,20 @@ impl PiperVoice {
         }
         let (engine, files, threads) = (self.engine.clone(), self.files.clone(), self.threads);
         tokio::task::spawn_blocking(move || {
-            let piper = get_or_load(&engine, &files, threads)?;
-            let mut audio = Vec::new();
-            for piece in chunk_phonemes(&phonemes, MAX_PHONEMES) {
-                audio.extend(piper.render(&piece)?);
-            }
-            drop(piper);
-            engine.touch(); // idle time counts from the end of a use
-            Ok(audio)
+            engine.use_with(
+                || load(&files, threads),
+                |piper| {
+                    let mut audio = Vec::new();
+                    for piece in chunk_phonemes(&phonemes, MAX_PHONEMES) {
+                        audio.extend(piper.render(&piece)?);
+                    }
+                    Ok(audio)
+                },
+            )
         })
         .await
         .map_err(|e| err(ErrorKind::LocalEngine, format!("the quick natural voice stopped: {e}")))?
     }
-}
-
-fn get_or_load(engine: &IdleSlot<Piper>, files: &PiperFiles, threads: usize) -> Result<Arc<Piper>, ProviderError> {
-    engine.get_or_try_load(|| load(files, threads))
 }
 
 fn load(files: &PiperFiles, threads: usize) -> Result<Piper, ProviderError> {
