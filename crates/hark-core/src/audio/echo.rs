@@ -33,7 +33,7 @@
 //! core here (150 µs per 10 ms), for as long as Hark is silent.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -56,6 +56,9 @@ const STALLED_AFTER: Duration = Duration::from_millis(200);
 pub const REST_AFTER: usize = 100;
 /// A reference frame no louder than this (-100 dBFS) is silence.
 const SILENT: f32 = 1e-5;
+/// How long the microphone may still hear what the speaker played last: the echo's delay
+/// and the room's ring (a virtual microphone hears the speaker a buffer late).
+pub const ECHO_TAIL_MS: u64 = 300;
 /// Device frames the resampler takes at a time (5 ms at 48 kHz): the reference must reach
 /// AEC3 before its echo reaches the microphone, a few tens of milliseconds later.
 const RESAMPLE_CHUNK: usize = 256;
@@ -90,6 +93,24 @@ enum Taken {
     Played { rate: u32, stream: u64 },
     /// The device has taken nothing for [`STALLED_AFTER`], or never opened.
     Stalled,
+}
+
+/// Where the speaker's echo may reach, in the cleaned microphone's samples (counted from
+/// the canceller's first): [`ECHO_TAIL_MS`] past the last frame in which the speaker
+/// played a sound. Until there, a silence in the cleaned audio may be AEC3's: its
+/// suppression takes the words said over Hark's voice down with the echo (the double-talk
+/// the README's hands-free section describes), so hands-free does not take such a silence
+/// for a pause of the user's ([`SpeechGate::hold_pauses_until`]).
+///
+/// [`SpeechGate::hold_pauses_until`]: super::vad::SpeechGate::hold_pauses_until
+#[derive(Debug, Clone, Default)]
+pub struct EchoWindow(Arc<AtomicU64>);
+
+impl EchoWindow {
+    /// The sample where the echo of what has been played so far ends (0: nothing played).
+    pub fn until(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
 }
 
 impl EchoReference {
@@ -188,6 +209,9 @@ pub struct EchoCanceller {
     pending: Vec<f32>,
     /// 10 ms frames of silence in a row from the speaker: AEC3 rests from [`REST_AFTER`] on.
     idle_frames: usize,
+    /// Cleaned samples handed out so far: the microphone's position.
+    cleaned: u64,
+    window: EchoWindow,
 }
 
 /// WebRTC's AEC3 and its high-pass filter, at 16 kHz mono.
@@ -226,7 +250,14 @@ impl EchoCanceller {
             render: VecDeque::new(),
             pending: Vec::with_capacity(AEC_FRAME),
             idle_frames: 0,
+            cleaned: 0,
+            window: EchoWindow::default(),
         }
+    }
+
+    /// Where the speaker's echo may reach in what this canceller hands out.
+    pub fn window(&self) -> EchoWindow {
+        self.window.clone()
     }
 
     /// Whether AEC3 is resting: the speaker has played silence for [`REST_AFTER`] frames.
@@ -277,6 +308,8 @@ impl EchoCanceller {
                 break;
             }
             self.take_reference();
+            // The speaker played a sound in this frame's reference.
+            let mut sounding = false;
             let silent =
                 |r: &VecDeque<f32>, f: usize| r.range(f * AEC_FRAME..(f + 1) * AEC_FRAME).all(|s| s.abs() <= SILENT);
             let whole = self.render.len() / AEC_FRAME;
@@ -300,6 +333,7 @@ impl EchoCanceller {
                         self.idle_frames = self.idle_frames.saturating_add(1);
                     } else {
                         self.idle_frames = 0;
+                        sounding = true;
                     }
                     for (d, s) in frame.iter_mut().zip(self.render.drain(..AEC_FRAME)) {
                         *d = s;
@@ -326,6 +360,11 @@ impl EchoCanceller {
             }
             out.extend_from_slice(&cleaned);
             self.pending.clear();
+            self.cleaned += AEC_FRAME as u64;
+            if sounding {
+                let tail = ECHO_TAIL_MS * u64::from(STT_RATE) / 1000;
+                self.window.0.store(self.cleaned + tail, Ordering::Relaxed);
+            }
         }
         out
     }
@@ -386,6 +425,35 @@ mod tests {
             "the new device has taken nothing yet"
         );
         assert!(out.is_empty());
+    }
+
+    /// The echo window ends [`ECHO_TAIL_MS`] past the last frame in which the speaker
+    /// played a sound, in the cleaned microphone's samples; silence played moves it not.
+    #[test]
+    fn the_echo_window_ends_a_tail_after_the_last_sound_played() {
+        let reference = EchoReference::new();
+        let mut aec = EchoCanceller::new(reference.clone());
+        let window = aec.window();
+        let mut tap = reference.tap(16_000, 1);
+        let mic = noise(AEC_FRAME, 3);
+        let tail = ECHO_TAIL_MS * u64::from(STT_RATE) / 1000;
+        // Silence played: no echo to expect.
+        for _ in 0..10 {
+            tap.push(&[0.0; AEC_FRAME]);
+            aec.process(&mic);
+        }
+        assert_eq!(window.until(), 0);
+        // A sound played with the 11th to the 15th frames of the microphone.
+        for _ in 0..5 {
+            tap.push(&noise(AEC_FRAME, 9));
+            aec.process(&mic);
+        }
+        assert_eq!(window.until(), 15 * AEC_FRAME as u64 + tail);
+        for _ in 0..20 {
+            tap.push(&[0.0; AEC_FRAME]);
+            aec.process(&mic);
+        }
+        assert_eq!(window.until(), 15 * AEC_FRAME as u64 + tail, "silence moves it not");
     }
 
     /// A canceller with no speaker, or a speaker that has stopped taking audio, runs on a

@@ -218,6 +218,8 @@ pub struct SpeechGate {
     barge_in: bool,
     /// An end-of-turn model is asked at pauses.
     turn_model: bool,
+    /// Silence before this sample is no pause ([`Self::hold_pauses_until`]).
+    hold_until: u64,
 }
 
 fn samples(ms: u32) -> u64 {
@@ -231,6 +233,7 @@ impl SpeechGate {
             state: GateState::Quiet,
             barge_in: false,
             turn_model: false,
+            hold_until: 0,
         }
     }
 
@@ -253,6 +256,16 @@ impl SpeechGate {
     /// Whether Hark is speaking (speech then needs only the barge-in minimum).
     pub fn set_barge_in(&mut self, on: bool) {
         self.barge_in = on;
+    }
+
+    /// Silence before sample `until` is not a pause to ask the end-of-turn model about:
+    /// a pause is counted from there ([`EchoWindow`]: the silence may be the echo
+    /// canceller's, which took the words said over Hark's voice for its echo). Only the
+    /// question waits: silence still ends speech after its patience.
+    ///
+    /// [`EchoWindow`]: super::echo::EchoWindow
+    pub fn hold_pauses_until(&mut self, until: u64) {
+        self.hold_until = until;
     }
 
     fn min_speech(&self) -> u64 {
@@ -314,7 +327,8 @@ impl SpeechGate {
                     self.state = GateState::Quiet;
                     return Some(Edge::Ended { at: last });
                 }
-                if self.turn_model && !asked && end - last >= samples(s.pause_ms) {
+                let paused = end.saturating_sub(last.max(self.hold_until));
+                if self.turn_model && !asked && paused >= samples(s.pause_ms) {
                     self.state = GateState::Speaking {
                         start,
                         last,
@@ -382,6 +396,11 @@ impl Detector {
     /// The end-of-turn model called the turn finished (see [`SpeechGate::end_turn`]).
     pub fn end_turn(&mut self) -> Option<Edge> {
         self.gate.end_turn()
+    }
+
+    /// Silence before `until` is no pause (see [`SpeechGate::hold_pauses_until`]).
+    pub fn hold_pauses_until(&mut self, until: u64) {
+        self.gate.hold_pauses_until(until);
     }
 
     /// The next chunk; the edges it completed, in order.
@@ -499,6 +518,41 @@ mod tests {
         assert_eq!(g.end_turn(), Some(Edge::Ended { at: 22 * F }));
         assert!(!g.speaking());
         assert_eq!(g.end_turn(), None, "nothing under way");
+    }
+
+    /// Silence while the speaker's echo may still be in the microphone (a barge-in over
+    /// the reply) is no pause: the question waits until the pause has lasted past it, and
+    /// speech resumed before then asks nothing. Silence still ends the speech on time.
+    #[test]
+    fn silence_that_the_echo_canceller_may_have_made_is_no_pause() {
+        let mut g = SpeechGate::new(settings());
+        g.set_turn_model(true);
+        // The reply's echo reaches frame 20.
+        g.hold_pauses_until(20 * F);
+        let mut ps = vec![0.9; 10]; // a word over the reply, frames 0..10
+        ps.extend([0.0; 8]); // the canceller's silence, frames 10..18: no question
+        ps.extend([0.9; 6]); // the words after it, frames 18..24
+        ps.extend([0.0; 25]);
+        let edges = run(&mut g, &ps);
+        assert_eq!(
+            edges,
+            vec![
+                (7, Edge::Started { at: 0 }),
+                (29, Edge::Paused { at: 24 * F }),
+                (43, Edge::Ended { at: 24 * F }),
+            ]
+        );
+
+        // A pause that began inside the echo is asked about 6 frames after the echo ends.
+        let mut g = SpeechGate::new(settings());
+        g.set_turn_model(true);
+        g.hold_pauses_until(14 * F);
+        let mut ps = vec![0.9; 10];
+        ps.extend([0.0; 30]);
+        let edges = run(&mut g, &ps);
+        assert_eq!(edges[1], (19, Edge::Paused { at: 10 * F }), "{edges:?}");
+        // The silence's patience counts from the last word, echo or not.
+        assert_eq!(edges[2], (29, Edge::Ended { at: 10 * F }), "{edges:?}");
     }
 
     #[test]

@@ -21,7 +21,10 @@
 //! [`GateSettings::pause_ms`] asks it about the utterance so far (its last 8 s, pre-roll
 //! included), and "finished" ends the turn there; otherwise, and with no model, silence
 //! ends it (`unfinished_patience_ms`, or `patience_ms` with no model). A model that fails
-//! is said once, and silence decides from then on.
+//! is said once, and silence decides from then on. Full duplex, a silence that began while
+//! Hark's voice may still be in the microphone (until [`ECHO_TAIL_MS`] after the speaker's
+//! last sound: [`EchoWindow`]) is not a pause until it outlasts that: AEC3 can take words
+//! said over the reply for its echo and leave silence, which is no end of a sentence.
 //!
 //! Muted ([`Mute`]), the detector hears nothing: an utterance under way ends where the
 //! mute came, and nothing said while muted reaches an utterance (the next one starts after
@@ -40,7 +43,7 @@ use tokio::task::JoinHandle;
 
 use super::actor::{spawn as spawn_actor, ActorOptions, VoiceHandle, VoiceSession, VoiceStopped};
 use super::{Voice, VoiceEvent};
-use crate::audio::echo::EchoCanceller;
+use crate::audio::echo::{EchoCanceller, EchoWindow, ECHO_TAIL_MS};
 use crate::audio::open_mic::{OpenMic, Placer};
 use crate::audio::resample::STT_RATE;
 use crate::audio::turn::{TurnModel, FINISHED, WINDOW};
@@ -51,9 +54,6 @@ use crate::session::{ChatSession, TurnError};
 
 /// Audio kept from before the detector's start of speech (at least 300 ms: issue 23).
 pub const PREROLL_MS: u64 = 300;
-/// After a turn, the detector stays deaf this long: the room still rings with the reply's
-/// last syllable (and a virtual microphone hears the speaker a buffer late).
-pub const ECHO_TAIL_MS: u64 = 300;
 
 /// How hands-free listening decides.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -165,6 +165,7 @@ pub fn spawn(
     };
     let duplex = reference.is_some();
     let echo = reference.map(EchoCanceller::new);
+    let echo_window = echo.as_ref().map(EchoCanceller::window);
     let (mic, frames) = match OpenMic::open(&*options.input, options.input_device.as_deref(), echo) {
         Ok(opened) => opened,
         Err(error) => {
@@ -194,6 +195,7 @@ pub fn spawn(
         utterance_from: 0,
         state: State::Waiting { deaf_until: 0 },
         duplex,
+        echo_window,
         broken: false,
         mute: mute.clone(),
         was_muted: false,
@@ -242,6 +244,8 @@ struct Controller {
     state: State,
     /// Echo cancellation runs: listen while Hark speaks.
     duplex: bool,
+    /// Full duplex: how far the speaker's echo may reach in what the detector hears.
+    echo_window: Option<EchoWindow>,
     /// The voice activity model failed: listening by voice has stopped.
     broken: bool,
     /// The user's mute, and whether it was on at the last chunk (an unmute starts
@@ -334,6 +338,13 @@ impl Controller {
         if deaf || self.broken {
             self.detector.skip(chunk.len());
             return;
+        }
+        if let Some(window) = &self.echo_window {
+            // A silence while Hark's voice may still be in the microphone is not a pause:
+            // words said over the reply can come out of AEC3 as silence, and Smart Turn,
+            // asked there, ended a barge-in before the question that followed it (the
+            // room test, on a loaded machine, 1 run in 25).
+            self.detector.hold_pauses_until(window.until());
         }
         let edges = match self.detector.push(chunk) {
             Ok(edges) => edges,
