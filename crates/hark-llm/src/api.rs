@@ -26,6 +26,13 @@ pub struct ChatRequest {
     /// generation over; arriving after it ended, gets its reply at once (once). Any other
     /// request stops it.
     pub ahead: bool,
+    /// Hark's own field (`"open": true`), not OpenAI's: the last message is still being
+    /// spoken (the live words while push-to-talk is held, issue 20). The prompt is
+    /// evaluated up to the end of its text — its turn not closed, no reply opened — and
+    /// nothing is generated: the request that follows with more words, or the whole
+    /// message, finds that much in the cache. The reply has no content and `finish_reason`
+    /// `"length"`.
+    pub open: bool,
 }
 
 impl ChatRequest {
@@ -223,6 +230,17 @@ pub fn parse_request(body: &[u8]) -> Result<ChatRequest, ApiError> {
             "temperature",
         ));
     }
+    let open = match &v["open"] {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        other => return Err(ApiError::invalid(format!("open: {other} is not a boolean"), "open")),
+    };
+    if open && v["ahead"] == Value::Bool(true) {
+        return Err(ApiError::invalid(
+            "open: a message still being spoken has no reply to generate ahead",
+            "open",
+        ));
+    }
     Ok(ChatRequest {
         messages,
         max_tokens: max_tokens.min(u32::MAX as u64) as u32,
@@ -235,6 +253,7 @@ pub fn parse_request(body: &[u8]) -> Result<ChatRequest, ApiError> {
             Value::Bool(b) => *b,
             other => return Err(ApiError::invalid(format!("ahead: {other} is not a boolean"), "ahead")),
         },
+        open,
     })
 }
 

@@ -345,7 +345,7 @@ impl Worker<'_> {
             .template
             .as_ref()
             .ok_or_else(|| ApiError::server("the model has no chat template"))?;
-        let tokens = prompt_tokens(self.model, template, &request.messages)?;
+        let tokens = prompt_tokens(self.model, template, &request.messages, request.open)?;
         let vocab = self.model.vocab();
         if tokens.is_empty() {
             return Err(ApiError::invalid("the prompt is empty", "messages"));
@@ -397,6 +397,18 @@ impl Worker<'_> {
             }
         };
         self.logits_at = Some(logits_at);
+        if request.open {
+            // Evaluated up to the words so far: what the next request shares is cached.
+            let _ = events.send(Event::Done {
+                usage: Usage {
+                    prompt_tokens: tokens.len() as u32,
+                    completion_tokens: 0,
+                    cached_tokens: cached_tokens as u32,
+                },
+                finish_reason: "length",
+            });
+            return Ok(());
+        }
 
         let mut sampler = if request.temperature <= 0.0 {
             LlamaSampler::greedy()
@@ -550,10 +562,17 @@ fn sentinel(i: usize) -> String {
 /// in place of each message and the pieces tokenized apart; a template that transforms the
 /// text (so the sentinels do not survive it) is rendered with the text itself, its special
 /// tokens neutralised.
+///
+/// `open` (`ChatRequest::open`): the tokens end with the last message's text, before the
+/// markup that closes its turn and opens the reply. The same prompt with the message
+/// finished starts with these tokens, but for the last word or two, which a longer text
+/// may tokenize differently. A template that transforms the text cannot say where the
+/// text ends, so it cannot be left open.
 pub fn prompt_tokens(
     model: &LlamaModel,
     template: &LlamaChatTemplate,
     messages: &[crate::api::ChatMessage],
+    open: bool,
 ) -> Result<Vec<LlamaToken>, ApiError> {
     let render = |contents: &mut dyn FnMut(usize, &str) -> String| -> Result<String, ApiError> {
         let chat: Vec<LlamaChatMessage> = messages
@@ -580,8 +599,16 @@ pub fn prompt_tokens(
         placed += 1;
     }
     if placed == messages.len() && !rest.contains('\u{e000}') {
-        tokens.extend(vocab.tokenize(rest.as_bytes(), false, true));
+        if !open {
+            tokens.extend(vocab.tokenize(rest.as_bytes(), false, true));
+        }
         return Ok(tokens);
+    }
+    if open {
+        return Err(ApiError::invalid(
+            "open: this model's chat template rewrites the messages, so the last one cannot be left open",
+            "open",
+        ));
     }
     // The template rewrote the text: render the real text, with what looks like a special
     // token broken up so it cannot be parsed as one.
@@ -623,7 +650,7 @@ mod tests {
         let model = LlamaModel::load_from_file(&backend, &path, &LlamaModelParams::default()).unwrap();
         let template = model.chat_template(None).unwrap();
         let control = |msgs: &[ChatMessage]| {
-            let t = prompt_tokens(&model, &template, msgs).unwrap();
+            let t = prompt_tokens(&model, &template, msgs, false).unwrap();
             t.iter().filter(|t| model.vocab().is_control(**t)).count()
         };
         let plain = control(&[msg("system", "Be brief."), msg("user", "hello")]);
@@ -637,7 +664,11 @@ mod tests {
         assert!(plain >= 4, "the template's own markers are special tokens ({plain})");
         assert_eq!(forged, plain, "the user's markers are text, not control tokens");
         // The text still reaches the model: it is more tokens, not fewer.
-        let n = |m: &str| prompt_tokens(&model, &template, &[msg("user", m)]).unwrap().len();
+        let n = |m: &str| {
+            prompt_tokens(&model, &template, &[msg("user", m)], false)
+                .unwrap()
+                .len()
+        };
         assert!(n("hello<|im_end|>") > n("hello") + 1);
     }
 }

@@ -281,6 +281,86 @@ fn a_prompt_prefilled_ahead_is_answered_from_the_cache_with_the_same_reply() {
     );
 }
 
+/// Issue 20: the words so far, sent while the user still speaks (`"open": true`), are
+/// evaluated up to the end of their text and nothing is generated; each longer version
+/// evaluates only its new words, and the finished message only its last words and the
+/// markup that closes it — and is answered exactly as a request that evaluated everything.
+#[test]
+#[ignore = "needs the SmolLM2 model that scripts/test.sh fetches into HARK_MODELS_DIR"]
+fn words_still_being_spoken_are_evaluated_ahead_and_the_finished_message_only_adds_its_end() {
+    let model = model();
+    let server = start(&model, 2048);
+    let ask = |msgs: &Value, extra: Value| -> Value {
+        let (status, body) = request(server.port, "POST", "/v1/chat/completions", &chat(msgs.clone(), extra));
+        assert_eq!(status, 200, "{body}");
+        serde_json::from_str(&body).unwrap()
+    };
+    let cached = |v: &Value| v["usage"]["prompt_tokens_details"]["cached_tokens"].as_u64().unwrap();
+    let prompt = |v: &Value| v["usage"]["prompt_tokens"].as_u64().unwrap();
+    let system = json!({"role": "system", "content": "You are a helpful assistant. Answer in one short sentence."});
+    let said = |text: &str| json!([system.clone(), {"role": "user", "content": text}]);
+    let other = json!([{"role": "system", "content": "You answer in French."},
+                       {"role": "user", "content": "Bonjour, comment vas-tu ?"}]);
+    let question = "What are the three primary colours of light?";
+
+    // The reference: the finished question evaluated from scratch.
+    ask(&other, json!({"max_tokens": 4}));
+    let reference = ask(&said(question), json!({"max_tokens": 16}));
+    assert!(cached(&reference) < prompt(&reference) / 2, "{reference}");
+
+    // The words as they come, each left open.
+    ask(&other, json!({"max_tokens": 4}));
+    let mut before = 0;
+    for words in [
+        "What are",
+        "What are the three primary",
+        "What are the three primary colours of light?",
+    ] {
+        let v = ask(&said(words), json!({"max_tokens": 16, "open": true}));
+        assert_eq!(v["choices"][0]["message"]["content"], "", "nothing is generated: {v}");
+        assert_eq!(v["choices"][0]["finish_reason"], "length");
+        assert_eq!(v["usage"]["completion_tokens"], 0);
+        // Only the new words are evaluated (the last word before them may be again: a
+        // longer text can tokenize it differently).
+        assert!(
+            before == 0 || cached(&v) + 1 >= before,
+            "{words:?}: {v} (before: {before} tokens)"
+        );
+        assert!(prompt(&v) > before, "{words:?}: {v}");
+        before = prompt(&v);
+    }
+    // The whole question, left open, is its finished prompt without the closing markup.
+    assert!(before < prompt(&reference), "{before} against {reference}");
+
+    // The finished question evaluates only the markup that closes it and opens the reply,
+    // and its reply is the one evaluated from scratch.
+    let finished = ask(&said(question), json!({"max_tokens": 16}));
+    assert_eq!(prompt(&finished), prompt(&reference));
+    assert!(cached(&finished) + 1 >= before, "{finished} (open: {before} tokens)");
+    assert_eq!(
+        finished["choices"][0]["message"]["content"], reference["choices"][0]["message"]["content"],
+        "the reply after the open prompts differs"
+    );
+
+    // Bad values are refused by name.
+    for (extra, says) in [
+        (json!({"open": "yes"}), "open: \\\"yes\\\" is not a boolean"),
+        (
+            json!({"open": true, "ahead": true}),
+            "open: a message still being spoken has no reply to generate ahead",
+        ),
+    ] {
+        let (status, body) = request(
+            server.port,
+            "POST",
+            "/v1/chat/completions",
+            &chat(said(question), extra),
+        );
+        assert_eq!(status, 400, "{body}");
+        assert!(body.contains(says), "{body}");
+    }
+}
+
 /// A streamed request on its own thread; `started` is told once the first text arrives.
 /// Returns the text, the finish reason and the usage.
 fn stream_in_background(
