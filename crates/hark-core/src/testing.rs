@@ -96,6 +96,13 @@ impl ChatModel for ScriptedModel {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(prompt.clone());
+        if prompt.open {
+            // As `hark-llm` does: evaluated, nothing generated, no scripted reply used.
+            return Ok(Completion {
+                stop_reason: Some("length".into()),
+                ..Default::default()
+            });
+        }
         let next = self.script.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
         let (text, delay) = match next.unwrap_or_else(|| Reply::text("Okay.")) {
             Reply::Text { text, delay } => (text, delay),

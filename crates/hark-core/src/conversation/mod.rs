@@ -374,6 +374,7 @@ impl Conversation {
             tools: self.tools.clone(),
             max_tokens: None,
             ahead: false,
+            open: false,
         })
     }
 
@@ -410,6 +411,7 @@ impl Conversation {
             tools: self.tools.clone(),
             max_tokens: Some(1),
             ahead: false,
+            open: false,
         }
     }
 

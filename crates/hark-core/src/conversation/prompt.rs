@@ -28,6 +28,12 @@ pub struct Prompt {
     /// sends it, and drops it for any other. Only a local model is ever asked.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub ahead: bool,
+    /// The last message is the user's words so far, still being spoken (issue 20): `hark-llm`
+    /// evaluates the prompt up to the end of their text and generates nothing, so the
+    /// request with the finished words evaluates only what was said since. Only a local
+    /// model is ever asked.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub open: bool,
 }
 
 /// A tool offered to the model: providers send it as Anthropic `tools[]`

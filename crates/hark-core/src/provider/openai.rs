@@ -58,6 +58,10 @@ pub fn request_body(config: &ProviderConfig, prompt: &Prompt) -> Value {
         // hark-llm's own field (see `Prompt::ahead`); no cloud request carries it.
         body["ahead"] = json!(true);
     }
+    if prompt.open {
+        // hark-llm's own field too (see `Prompt::open`).
+        body["open"] = json!(true);
+    }
     if !prompt.tools.is_empty() {
         body["tools"] = prompt
             .tools
@@ -297,5 +301,12 @@ mod tests {
             ..with_tools
         };
         assert_eq!(request_body(&cfg, &ahead)["ahead"], true);
+        assert!(request_body(&cfg, &ahead).get("open").is_none());
+        let open = Prompt {
+            ahead: false,
+            open: true,
+            ..ahead
+        };
+        assert_eq!(request_body(&cfg, &open)["open"], true);
     }
 }

@@ -202,16 +202,42 @@ impl Prefiller {
                     }
                 }
             };
-            let (tx, _rx) = mpsc::unbounded_channel();
-            tokio::select! {
-                _ = stop.cancelled() => {}
-                done = this.model.stream(&prompt, &tx) => {
-                    if let Err(e) = done {
-                        tracing::debug!("prefill failed (the turn evaluates everything itself): {e}");
-                    }
+            this.send(prompt, stop).await;
+        })
+    }
+
+    /// Evaluates, in the background, the request for `words`, the user's words so far
+    /// while they still speak (issue 20), left open (`Prompt::open`): the model evaluates
+    /// it up to the end of their text and generates nothing, so the request for the
+    /// finished words — [`Self::prefill_until`]'s at a pause, or the turn's — evaluates
+    /// only what was said since. The recalled memories are the ones the conversation has
+    /// (those of the press's prefill): recalling for every few words would change the
+    /// system prompt and have the whole history evaluated again while the user speaks.
+    pub fn prefill_open(&self, words: String, stop: CancellationToken) -> tokio::task::JoinHandle<()> {
+        let this = self.clone();
+        tokio::spawn(async move {
+            let mut conv = (*this.conv).clone();
+            if conv.push_user(&words).is_err() {
+                return;
+            }
+            let Ok(mut prompt) = conv.prompt() else { return };
+            prompt.open = true;
+            prompt.max_tokens = Some(1);
+            this.send(prompt, stop).await;
+        })
+    }
+
+    /// Sends a prefill's request, until it ends or `stop`; what comes back is not used.
+    async fn send(&self, prompt: Prompt, stop: CancellationToken) {
+        let (tx, _rx) = mpsc::unbounded_channel();
+        tokio::select! {
+            _ = stop.cancelled() => {}
+            done = self.model.stream(&prompt, &tx) => {
+                if let Err(e) = done {
+                    tracing::debug!("prefill failed (the turn evaluates everything itself): {e}");
                 }
             }
-        })
+        }
     }
 }
 

@@ -515,6 +515,7 @@ async fn pump(
             prefiller,
             settled,
             running: None,
+            open: None,
         }),
         _ => None,
     };
@@ -524,7 +525,12 @@ async fn pump(
         tokio::select! {
             biased;
             _ = stop.cancelled() => break,
-            Some(text) = interim_rx.recv() => { let _ = events.send(VoiceEvent::TranscriptInterim { text }); }
+            Some(text) = interim_rx.recv() => {
+                if let Some(a) = ahead.as_mut() {
+                    a.interim(&text);
+                }
+                let _ = events.send(VoiceEvent::TranscriptInterim { text });
+            }
             // The `if ahead.is_some()` guard makes the `expect` hold.
             changed = async { ahead.as_mut().expect("guarded").settled.changed().await }, if ahead.is_some() => {
                 match changed {
@@ -702,14 +708,40 @@ impl Speculation {
 ///
 /// Unlike [`Speculation`], this costs no transcription of its own: the live transcription
 /// decodes each pause anyway, and its final text is what the release would give.
+///
+/// Before a pause, the model follows the words as they are shown (issue 20): each new
+/// interim transcript is handed over left open (`Prefiller::prefill_open`), evaluated up to
+/// its last word with nothing generated, so at the pause only the words since the last
+/// interim and the markup that closes the message are left to evaluate, not the whole
+/// utterance.
 struct Ahead {
     prefiller: Prefiller,
     settled: watch::Receiver<Option<String>>,
     /// The transcript the model is answering ahead, and what drops that reply.
     running: Option<(String, CancellationToken)>,
+    /// The words so far last handed over open, and what drops that request.
+    open: Option<(String, CancellationToken)>,
 }
 
 impl Ahead {
+    /// New interim words: the model evaluates them, unless a reply ahead already answers
+    /// them (a pause settled these very words).
+    fn interim(&mut self, words: &str) {
+        let words = words.trim();
+        if words.is_empty()
+            || matches!(&self.running, Some((t, _)) if t == words)
+            || matches!(&self.open, Some((t, _)) if t == words)
+        {
+            return;
+        }
+        if let Some((_, stop)) = self.open.take() {
+            stop.cancel();
+        }
+        let stop = CancellationToken::new();
+        self.prefiller.prefill_open(words.to_string(), stop.clone());
+        self.open = Some((words.to_string(), stop));
+    }
+
     /// The settled transcript changed to `now`.
     fn follow(&mut self, now: Option<String>) {
         let now = now.map(|t| t.trim().to_string()).filter(|t| !t.is_empty());
@@ -740,7 +772,7 @@ impl Ahead {
 impl Drop for Ahead {
     /// A capture that ends without a turn (a failure, a cancel) drops the reply ahead.
     fn drop(&mut self) {
-        if let Some((_, stop)) = self.running.take() {
+        for (_, stop) in [self.running.take(), self.open.take()].into_iter().flatten() {
             stop.cancel();
         }
     }

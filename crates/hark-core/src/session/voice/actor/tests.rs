@@ -687,6 +687,8 @@ async fn with_live_words_the_settled_transcript_is_answered_ahead_of_the_release
     script.extend(silence(500));
     // The pause is decoded at ~660 ms; the key comes up at 1,400 ms.
     let (before, sent) = prefilled_turn_with(&model, stt.clone(), script, Duration::from_millis(1_400), false).await;
+    // The words shown while the user spoke were evaluated too, left open (the next test).
+    let (before, sent) = (answered(before), answered(sent));
 
     let said = PromptMessage::User {
         text: "600 ms of speech".into(),
@@ -709,6 +711,57 @@ async fn with_live_words_the_settled_transcript_is_answered_ahead_of_the_release
     );
 }
 
+/// The requests that want a reply: not those of the words so far, left open.
+fn answered(prompts: Vec<Prompt>) -> Vec<Prompt> {
+    prompts.into_iter().filter(|p| !p.open).collect()
+}
+
+/// Issue 20: before the pause, the model follows the words as they are shown: each new
+/// interim transcript is evaluated left open (`Prompt::open`: up to its last word, nothing
+/// generated), so the pause's request evaluates only its end. The words so far are the
+/// request the turn will make, but for the closed message: same system prompt, same
+/// history. Nothing open is sent after a pause settled the words, nor twice for the same
+/// words.
+#[tokio::test]
+async fn with_live_words_the_words_so_far_are_evaluated_while_the_user_speaks() {
+    let model = ScriptedModel::new();
+    // 900 ms of speech: interim words at each tick (every 300 ms of new speech), and the
+    // pause after them; the key comes up at 1,600 ms.
+    let mut script = speech_samples(900);
+    script.extend(silence(500));
+    let (before, sent) =
+        prefilled_turn_with(&model, Settling::default(), script, Duration::from_millis(1_600), false).await;
+
+    let open: Vec<&Prompt> = before.iter().filter(|p| p.open).collect();
+    let words: Vec<String> = open
+        .iter()
+        .map(|p| match p.messages.as_slice() {
+            [PromptMessage::User { text }] => text.clone(),
+            other => panic!("one user message, the words so far: {other:?}"),
+        })
+        .collect();
+    assert!(
+        words.iter().any(|w| w != "900 ms of speech"),
+        "words before the whole utterance were evaluated: {words:?}"
+    );
+    let mut unique = words.clone();
+    unique.dedup();
+    assert_eq!(unique, words, "the same words are not sent twice in a row");
+    let turn = sent.last().unwrap();
+    assert!(!turn.open && !turn.ahead);
+    for p in &open {
+        assert!(!p.ahead, "nothing is generated for words still being spoken");
+        assert_eq!(
+            p.system, turn.system,
+            "the same system prompt, so its evaluation is kept"
+        );
+    }
+    // After the settled transcript's reply ahead nothing more is sent open.
+    let settled_at = before.iter().position(|p| p.ahead).expect("a reply ahead of the pause");
+    assert!(before[settled_at..].iter().all(|p| !p.open), "{before:#?}");
+    assert_eq!(model.abandoned(), 0, "the reply ahead was not stopped");
+}
+
 /// Issue 20: the reply ahead of a pause is dropped when the user speaks on (the model stops
 /// at its next token), and the next pause's settled transcript, the whole utterance so
 /// far, is the one the turn takes over.
@@ -720,6 +773,7 @@ async fn with_live_words_a_reply_ahead_is_dropped_when_the_user_speaks_on() {
     // at 2,000 ms.
     let script = spoken_on_past_a_pause(&model);
     let (_, sent) = prefilled_turn_with(&model, Settling::default(), script, Duration::from_millis(2_000), false).await;
+    let sent = answered(sent);
 
     let ahead: Vec<&Prompt> = sent.iter().filter(|p| p.ahead).collect();
     assert_eq!(ahead.len(), 2, "one reply ahead of each pause: {sent:#?}");
