@@ -78,3 +78,19 @@ def stemmers():
 
 def stems(text, stem):
     return {stem(w) for w in content_words(text, min_len=1)}
+
+
+def model_session(onnx_path, tokenizer_path):
+    """A model as the eval scripts run it: its tokenizer (no padding, truncated at 256
+    tokens) and a single-threaded ONNX Runtime session. Imported here, not at the top, so
+    that the generator needs no onnxruntime."""
+    import onnxruntime as ort
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(tokenizer_path)
+    tok.no_padding()
+    tok.enable_truncation(256)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    return tok, ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"])

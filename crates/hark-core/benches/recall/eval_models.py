@@ -31,10 +31,8 @@ for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_v, "1")
 
 import numpy as np
-import onnxruntime as ort
-from tokenizers import Tokenizer
 
-from common import match_expression
+from common import match_expression, model_session
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SET = os.path.join(HERE, "recall-set.json")
@@ -100,13 +98,7 @@ class Embedder:
     def __init__(self, mid):
         (self.label, self.onnx, tokp, self.out, self.pool, self.qp, self.dp, self.tt) = CANDIDATES[mid]
         self.mid = mid
-        self.tok = Tokenizer.from_file(tokp)
-        self.tok.no_padding()
-        self.tok.enable_truncation(256)
-        so = ort.SessionOptions()
-        so.intra_op_num_threads = 1
-        so.inter_op_num_threads = 1
-        self.sess = ort.InferenceSession(self.onnx, so, providers=["CPUExecutionProvider"])
+        self.tok, self.sess = model_session(self.onnx, tokp)
         names = [o.name for o in self.sess.get_outputs()]
         self.out_name = self.out if isinstance(self.out, str) else names[self.out]
 
