@@ -36,9 +36,13 @@ pub struct ChatRequest {
 }
 
 impl ChatRequest {
-    /// Whether `other` asks for the same reply: the same messages and sampling.
+    /// Whether `other` asks for the same reply: the same messages and sampling, neither left
+    /// open (an open request asks for no reply: it must not take over or use up one made
+    /// ahead for the finished message).
     pub fn same_reply(&self, other: &ChatRequest) -> bool {
-        self.messages == other.messages
+        !self.open
+            && !other.open
+            && self.messages == other.messages
             && self.max_tokens == other.max_tokens
             && self.temperature == other.temperature
             && self.seed == other.seed
@@ -358,6 +362,22 @@ impl Utf8Stream {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A request left open asks for no reply, so it is never the same reply as one with
+    /// the same messages: it neither takes over a generation ahead nor uses up its reply.
+    #[test]
+    fn an_open_request_is_never_the_same_reply() {
+        let body = |extra: &str| {
+            format!(r#"{{"max_tokens":8,"temperature":0,"messages":[{{"role":"user","content":"hi"}}]{extra}}}"#)
+        };
+        let ahead = parse_request(body(r#","ahead":true"#).as_bytes()).unwrap();
+        let turn = parse_request(body("").as_bytes()).unwrap();
+        let open = parse_request(body(r#","open":true"#).as_bytes()).unwrap();
+        assert!(open.open && !turn.open);
+        assert!(ahead.same_reply(&turn));
+        assert!(!ahead.same_reply(&open) && !open.same_reply(&ahead));
+        assert!(!open.same_reply(&open));
+    }
 
     #[test]
     fn parses_roles_content_forms_and_limits() {
