@@ -31,9 +31,8 @@ const PROVIDER: &str = "whisper";
 /// [`UNLOAD_AFTER`]; `None` keeps them while the app runs).
 #[derive(Clone)]
 pub struct WhisperStt {
-    inner: Arc<Inner>,
-    /// Held by the engine's users and not by its warm-up, which holds `inner` only.
-    _owner: Arc<Owner>,
+    /// Held by the engine's users and not by its warm-up, which holds the `Inner` only.
+    owner: Arc<Owner>,
 }
 
 /// When the last user of the engine lets go, a warm-up still running is stopped and waited
@@ -130,41 +129,40 @@ impl WhisperStt {
             warm: Mutex::new(Warm::default()),
         });
         Ok(Self {
-            _owner: Arc::new(Owner(inner.clone())),
-            inner,
+            owner: Arc::new(Owner(inner)),
         })
+    }
+
+    /// The engine itself.
+    fn inner(&self) -> &Arc<Inner> {
+        &self.owner.0
     }
 
     /// How long the model stays loaded without use; `None` keeps it while the engine lives.
     pub fn set_unload_after(&self, after: Option<Duration>) {
-        self.inner.ctx.set_unload_after(after);
+        self.inner().ctx.set_unload_after(after);
     }
 
     /// The spoken language (ISO 639-1); `None`: detect it. An English-only model (the
     /// `.en` ones, Hark's default) refuses any other language when it transcribes.
     pub fn set_language(&self, code: Option<&'static str>) {
-        *lock(&self.inner.language) = code;
-    }
-
-    /// The loaded model, loading it if needed (blocking; no await inside).
-    fn context(&self) -> Result<Arc<WhisperContext>, ProviderError> {
-        self.inner.context()
+        *lock(&self.inner().language) = code;
     }
 
     /// Whether the weights are in memory now.
     pub fn is_loaded(&self) -> bool {
-        self.inner.ctx.is_loaded()
+        self.inner().ctx.is_loaded()
     }
 
     /// Loads the weights now (blocking), without the warm-up: what a session's start did
     /// before the warm-up (the benchmark's "before").
     pub fn load_weights(&self) -> Result<(), ProviderError> {
-        self.context().map(drop)
+        self.inner().context().map(drop)
     }
 
     /// Whether the model in memory now has been warmed up (its first decode made).
     pub fn is_warm(&self) -> bool {
-        lock(&self.inner.warm).done.strong_count() > 0 && self.is_loaded()
+        lock(&self.inner().warm).done.strong_count() > 0 && self.is_loaded()
     }
 
     /// Loads the model and makes its first decode (a second of silence), on a thread of
@@ -174,7 +172,7 @@ impl WhisperStt {
     /// model in memory is warm or a warm-up runs.
     pub fn warm_up(&self) {
         let stop = {
-            let mut warm = lock(&self.inner.warm);
+            let mut warm = lock(&self.inner().warm);
             if warm.running.is_some() || (warm.done.strong_count() > 0 && self.is_loaded()) {
                 return;
             }
@@ -182,8 +180,8 @@ impl WhisperStt {
             warm.running = Some(stop.clone());
             stop
         };
-        // The engine's `inner`, not a whole handle: the handles' owner must be able to go.
-        let inner = self.inner.clone();
+        // The engine (`Inner`), not a handle: the handles' owner must be able to go.
+        let inner = self.inner().clone();
         let thread = std::thread::spawn(move || {
             crate::cpu::lower_this_threads_priority();
             // Loads (an error shows when transcribing), then the first decode.
@@ -198,7 +196,7 @@ impl WhisperStt {
             }
             warm.running = None;
         });
-        lock(&self.inner.warm).thread = Some(thread);
+        lock(&self.inner().warm).thread = Some(thread);
     }
 }
 
@@ -269,14 +267,14 @@ impl WhisperStt {
         }
         // A turn comes first: a warm-up still running stops at its next abort check. Its
         // token stays until its thread ends, so no second warm-up starts beside it.
-        if let Some(warming) = &lock(&self.inner.warm).running {
+        if let Some(warming) = &lock(&self.inner().warm).running {
             warming.cancel();
         }
         let this = self.clone();
-        let threads = self.inner.threads;
+        let threads = self.inner().threads;
         tokio::task::spawn_blocking(move || {
-            let ctx = this.context()?;
-            let language = *lock(&this.inner.language);
+            let ctx = this.inner().context()?;
+            let language = *lock(&this.inner().language);
             let language = if ctx.is_multilingual() {
                 language.unwrap_or("auto")
             } else if language.is_none_or(|l| l == "en") {
@@ -288,12 +286,12 @@ impl WhisperStt {
                     format!(
                         "the offline speech model {} understands English only: set the conversation \
                          language to English or automatic, or choose Deepgram or OpenAI for speech-to-text",
-                        this.inner.path.display()
+                        this.inner().path.display()
                     ),
                 ));
             };
             let text = decode(&ctx, &audio, language, threads, stop.as_ref());
-            this.inner.ctx.touch(); // idle time counts from the end of a use, not its start
+            this.inner().ctx.touch(); // idle time counts from the end of a use, not its start
             text
         })
         .await
@@ -387,9 +385,9 @@ mod tests {
         let dir = std::env::var_os("HARK_MODELS_DIR")
             .expect("HARK_MODELS_DIR is not set: run the tests through scripts/test.sh");
         let stt = WhisperStt::load(&Path::new(&dir).join("ggml-tiny.en.bin")).unwrap();
-        let inner = Arc::downgrade(&stt.inner);
+        let inner = Arc::downgrade(stt.inner());
         stt.warm_up();
-        assert!(lock(&stt.inner.warm).running.is_some(), "a warm-up runs");
+        assert!(lock(&stt.inner().warm).running.is_some(), "a warm-up runs");
         drop(stt);
         assert!(
             inner.upgrade().is_none(),
