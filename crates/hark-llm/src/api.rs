@@ -234,12 +234,9 @@ pub fn parse_request(body: &[u8]) -> Result<ChatRequest, ApiError> {
             "temperature",
         ));
     }
-    let open = match &v["open"] {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        other => return Err(ApiError::invalid(format!("open: {other} is not a boolean"), "open")),
-    };
-    if open && v["ahead"] == Value::Bool(true) {
+    let open = hark_flag(&v, "open")?;
+    let ahead = hark_flag(&v, "ahead")?;
+    if open && ahead {
         return Err(ApiError::invalid(
             "open: a message still being spoken has no reply to generate ahead",
             "open",
@@ -252,13 +249,19 @@ pub fn parse_request(body: &[u8]) -> Result<ChatRequest, ApiError> {
         seed: v["seed"].as_u64().unwrap_or(0x5eed) as u32,
         stream: v["stream"].as_bool().unwrap_or(false),
         include_usage: v["stream_options"]["include_usage"].as_bool().unwrap_or(false),
-        ahead: match &v["ahead"] {
-            Value::Null => false,
-            Value::Bool(b) => *b,
-            other => return Err(ApiError::invalid(format!("ahead: {other} is not a boolean"), "ahead")),
-        },
+        ahead,
         open,
     })
+}
+
+/// One of Hark's own boolean fields (`ahead`, `open`): absent is false, anything but a
+/// boolean is refused by name.
+fn hark_flag(v: &Value, name: &'static str) -> Result<bool, ApiError> {
+    match &v[name] {
+        Value::Null => Ok(false),
+        Value::Bool(b) => Ok(*b),
+        other => Err(ApiError::invalid(format!("{name}: {other} is not a boolean"), name)),
+    }
 }
 
 /// Identifies one completion in its chunks.
