@@ -224,6 +224,8 @@ impl LocalLlm {
         c.api_key = Some(self.token.clone());
         // A local model on a busy CPU can take a while before its first token.
         c.idle_timeout = Duration::from_secs(120);
+        // It keeps its evaluated prompt between requests (issues 12 and 20).
+        c.keeps_prefix = true;
         c
     }
 

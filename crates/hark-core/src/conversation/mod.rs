@@ -25,7 +25,7 @@ pub use message::{
     Usage,
 };
 pub use panel::{totals, PanelView, Totals};
-pub use prompt::{merge_adjacent_users, Prompt, PromptMessage, ToolSpec};
+pub use prompt::{merge_adjacent_users, Prompt, PromptMessage, Recall, ToolSpec};
 
 /// History settings (rule 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -132,8 +132,8 @@ pub struct Conversation {
     summary: Option<String>,
     /// Record index up to which (exclusive) the summary covers the record.
     summarized_to: usize,
-    /// Recalled long-term memory injected beside the system prompt (rule 12), if any.
-    recall: Option<String>,
+    /// Recalled long-term memory (rule 12), if any: facts and earlier messages apart.
+    recall: Option<Recall>,
     /// The conversation language's instruction, right after the system prompt (a setting,
     /// not part of the stored prompt, so changing the language changes the next request).
     language_note: Option<String>,
@@ -227,8 +227,14 @@ impl Conversation {
         self.summary.as_deref()
     }
 
-    pub fn recall(&self) -> Option<&str> {
-        self.recall.as_deref()
+    /// The recalled memories, a line each (facts first), as the user sees them.
+    pub fn recall(&self) -> Option<String> {
+        self.recall.as_ref().map(Recall::text)
+    }
+
+    /// The recalled memories, facts and earlier messages apart.
+    pub fn recalled(&self) -> Option<&Recall> {
+        self.recall.as_ref()
     }
 
     pub fn model(&self) -> &str {
@@ -367,7 +373,8 @@ impl Conversation {
             .collect();
         let raw = (self.fixed_cost as u64 + self.prefix[w.end] - self.prefix[w.start]).min(u32::MAX as u64) as u32;
         Ok(Prompt {
-            system: self.system_text(),
+            system: self.system_base(),
+            recall: self.recall.clone(),
             messages: merge_adjacent_users(messages),
             estimated_tokens: w.tokens,
             raw_tokens: raw,
@@ -404,7 +411,8 @@ impl Conversation {
             messages.clear();
         }
         Prompt {
-            system: self.system_text(),
+            system: self.system_base(),
+            recall: self.recall.clone(),
             messages: merge_adjacent_users(messages),
             estimated_tokens: w.tokens,
             raw_tokens: 0,
@@ -415,9 +423,21 @@ impl Conversation {
         }
     }
 
-    /// The system text sent with every request: the prompt and the language's
-    /// instruction, then the summary and recall.
+    /// The system text with everything beside it: the prompt and the language's
+    /// instruction, then the summary and recall (what a request that puts recall beside
+    /// the system prompt sends first, and what `/history` shows).
     pub fn system_text(&self) -> String {
+        Prompt {
+            system: self.system_base(),
+            recall: self.recall.clone(),
+            ..Prompt::default()
+        }
+        .system_with_recall()
+    }
+
+    /// The system text without the recalled memories: the prompt and the language's
+    /// instruction, then the summary.
+    fn system_base(&self) -> String {
         let mut s = self.system_prompt.clone();
         if let Some(note) = self.language_note.as_deref().filter(|s| !s.trim().is_empty()) {
             if !s.is_empty() {
@@ -431,13 +451,6 @@ impl Conversation {
             }
             s.push_str("Summary of the earlier conversation:\n");
             s.push_str(summary);
-        }
-        if let Some(recall) = self.recall.as_deref().filter(|s| !s.trim().is_empty()) {
-            if !s.is_empty() {
-                s.push_str("\n\n");
-            }
-            s.push_str("Things you remember about the user from earlier conversations:\n");
-            s.push_str(recall);
         }
         s
     }
@@ -684,8 +697,9 @@ impl Conversation {
         self.language_note.as_deref()
     }
 
-    /// Sets or clears the recalled memory text.
-    pub fn set_recall(&mut self, recall: Option<String>) {
+    /// Sets or clears the recalled memories.
+    pub fn set_recall(&mut self, recall: Option<Recall>) {
+        let recall = recall.and_then(Recall::some);
         if self.recall != recall {
             self.recall = recall;
             self.refresh_fixed_cost();

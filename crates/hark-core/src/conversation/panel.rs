@@ -158,7 +158,7 @@ impl PanelView {
             system_prompt: c.system_prompt().to_string(),
             language_note: c.language_note().map(str::to_string),
             summary: c.summary().map(str::to_string),
-            recall: c.recall().map(str::to_string),
+            recall: c.recall(),
             settings: c.settings(),
             entries,
             hidden_entries: first,

@@ -8,8 +8,16 @@ use super::message::ToolCall;
 /// Providers translate it to their wire formats (`provider::anthropic`, `provider::openai`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Prompt {
-    /// The system prompt with the summary and recalled memories appended (rules 6, 11, 12).
+    /// The system prompt with the summary appended (rules 6, 11).
     pub system: String,
+    /// The memories recalled for this turn (rule 12), never in the context list: beside
+    /// the system prompt ([`Prompt::system_with_recall`]), or, for a model that keeps the
+    /// prompt it evaluated (the offline one, `ProviderConfig::keeps_prefix`), the facts
+    /// beside it and the earlier messages, which change from turn to turn, in a system
+    /// note just before the user's message ([`Prompt::split_recall`]), so a change of what
+    /// is recalled leaves the evaluated history usable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recall: Option<Recall>,
     /// The context messages, oldest first; never two user messages in a row.
     pub messages: Vec<PromptMessage>,
     /// Hark's calibrated estimate of the input tokens of this prompt.
@@ -34,6 +42,81 @@ pub struct Prompt {
     /// model is ever asked.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub open: bool,
+}
+
+/// What rule 12 recalls for one turn, a line for each memory.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Recall {
+    /// The facts the user asked Hark to remember: the same every turn until one is
+    /// remembered, edited or forgotten.
+    pub facts: Vec<String>,
+    /// The earlier messages that best match what was just said: the turn's own.
+    pub earlier: Vec<String>,
+}
+
+/// What the model is told before the recalled memories.
+const RECALL_HEADING: &str = "Things you remember about the user from earlier conversations:";
+
+impl Recall {
+    /// Nothing recalled: `None`.
+    pub fn some(self) -> Option<Self> {
+        (!self.facts.is_empty() || !self.earlier.is_empty()).then_some(self)
+    }
+
+    /// Every memory, the facts first, a line each.
+    pub fn text(&self) -> String {
+        self.facts
+            .iter()
+            .chain(&self.earlier)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn block(lines: &[String]) -> Option<String> {
+        (!lines.is_empty()).then(|| format!("{RECALL_HEADING}\n{}", lines.join("\n")))
+    }
+}
+
+/// `system`, then `block` after a blank line.
+fn beside(system: &str, block: Option<String>) -> String {
+    match block {
+        Some(b) if system.is_empty() => b,
+        Some(b) => format!("{system}\n\n{b}"),
+        None => system.to_string(),
+    }
+}
+
+impl Prompt {
+    /// The system text with every recalled memory after it, a blank line between: what a
+    /// request that puts recall beside the system prompt sends first.
+    pub fn system_with_recall(&self) -> String {
+        let all = self
+            .recall
+            .as_ref()
+            .map(|r| r.facts.iter().chain(&r.earlier).cloned().collect::<Vec<_>>());
+        beside(&self.system, all.as_deref().and_then(Recall::block))
+    }
+
+    /// For a model that keeps the prompt it evaluated: the system text with the facts
+    /// after it (they change only when the user changes them), and the messages with the
+    /// earlier messages recalled for this turn as a system note just before the last
+    /// user message (the turn's own words). Everything before that note stays as the
+    /// model evaluated it for the turn before, whatever this turn recalls.
+    pub fn split_recall(&self) -> (String, Vec<PromptMessage>) {
+        let Some(recall) = &self.recall else {
+            return (self.system.clone(), self.messages.clone());
+        };
+        let mut messages = self.messages.clone();
+        if let Some(text) = Recall::block(&recall.earlier) {
+            let at = messages
+                .iter()
+                .rposition(|m| matches!(m, PromptMessage::User { .. }))
+                .unwrap_or(messages.len());
+            messages.insert(at, PromptMessage::Note { text });
+        }
+        (beside(&self.system, Recall::block(&recall.facts)), messages)
+    }
 }
 
 /// A tool offered to the model: providers send it as Anthropic `tools[]`

@@ -479,14 +479,82 @@ fn summary_and_recall_sit_beside_the_system_prompt_and_count_in_the_budget() {
     let mut c = conv(10);
     let before = c.window().tokens;
     c.set_summary(Some("The user is Sam.".into()));
-    c.set_recall(Some("- likes tea".into()));
+    c.set_recall(Some(Recall {
+        facts: vec!["- likes tea".into()],
+        earlier: vec![],
+    }));
     let p = turn(&mut c, "hi", "hello");
-    assert!(p
-        .system
+    let system = p.system_with_recall();
+    assert!(system
         .starts_with("You are a helpful voice assistant.\n\nSummary of the earlier conversation:\nThe user is Sam."));
-    assert!(p.system.ends_with("- likes tea"));
+    assert!(system.ends_with("\n\nThings you remember about the user from earlier conversations:\n- likes tea"));
+    assert_eq!(c.system_text(), system, "what /history shows is what the model is told");
     assert_eq!(p.messages.len(), 1, "summary and recall do not touch the context list");
     assert!(c.window().tokens > before);
+    // Nothing recalled is no recall at all.
+    c.set_recall(Some(Recall::default()));
+    assert_eq!(c.recalled(), None);
+    assert_eq!(c.system_text(), c.prompt().unwrap().system);
+}
+
+/// Rule 12 for a model that keeps the prompt it evaluated (the offline one): the facts stay
+/// beside the system prompt, and the earlier messages this turn recalled come just before
+/// its words, so another turn's recall leaves everything before them as it was.
+#[test]
+fn rule12_the_turns_recalled_messages_can_come_just_before_its_words() {
+    let mut c = conv(10);
+    turn(&mut c, "u1", "a1");
+    c.push_user("u2").unwrap();
+    let lisbon = "- On 2026-12-01 the user said: \"I fly to Lisbon on Friday.\"";
+    c.set_recall(Some(Recall {
+        facts: vec!["- likes tea".into()],
+        earlier: vec![lisbon.into()],
+    }));
+    let p = c.prompt().unwrap();
+    let heading = "Things you remember about the user from earlier conversations:";
+    let (system, messages) = p.split_recall();
+    assert_eq!(
+        system,
+        format!("You are a helpful voice assistant.\n\n{heading}\n- likes tea")
+    );
+    let split = Prompt { messages, ..p.clone() };
+    assert_eq!(
+        texts(&split),
+        vec![
+            "u:u1".to_string(),
+            "a:a1".into(),
+            format!("n:{heading}\n{lisbon}"),
+            "u:u2".into()
+        ]
+    );
+    // Beside the system prompt (a cloud model), the same lines, the facts first.
+    assert_eq!(
+        p.system_with_recall(),
+        format!("You are a helpful voice assistant.\n\n{heading}\n- likes tea\n{lisbon}")
+    );
+    assert_eq!(texts(&p), vec!["u:u1", "a:a1", "u:u2"], "never in the context list");
+
+    // Another recall: the system text and the turns before are unchanged.
+    c.set_recall(Some(Recall {
+        facts: vec!["- likes tea".into()],
+        earlier: vec!["- On 2026-11-20 you said: \"Paris.\"".into()],
+    }));
+    let (system2, messages2) = c.prompt().unwrap().split_recall();
+    assert_eq!(system2, system);
+    assert_eq!(messages2[..2], split.messages[..2]);
+    assert_ne!(messages2[2], split.messages[2]);
+    // Earlier messages alone leave the system text as it is; no recall adds nothing.
+    c.set_recall(Some(Recall {
+        facts: vec![],
+        earlier: vec![lisbon.into()],
+    }));
+    assert_eq!(
+        c.prompt().unwrap().split_recall().0,
+        "You are a helpful voice assistant."
+    );
+    c.set_recall(None);
+    let plain = c.prompt().unwrap();
+    assert_eq!(plain.split_recall(), (plain.system.clone(), plain.messages.clone()));
 }
 
 #[test]

@@ -46,8 +46,9 @@ pub fn request_body(config: &ProviderConfig, prompt: &Prompt) -> Value {
     // same prompt plus the new exchange, reads it (the API looks for the longest prefix
     // written before). Prompts below the model's minimum (1,024 tokens for most) are simply
     // not cached; reads cost a tenth of input tokens, writes 1.25×.
-    if !prompt.system.is_empty() {
-        body["system"] = json!([{"type": "text", "text": prompt.system, "cache_control": cache_breakpoint()}]);
+    let system = prompt.system_with_recall();
+    if !system.is_empty() {
+        body["system"] = json!([{"type": "text", "text": system, "cache_control": cache_breakpoint()}]);
     }
     if let Some(last) = body["messages"].as_array_mut().and_then(|m| m.last_mut()) {
         mark_cache_breakpoint(last);

@@ -113,6 +113,11 @@ pub struct ProviderConfig {
     /// Longest silence allowed between two chunks of a streamed reply.
     pub idle_timeout: Duration,
     pub retry: RetryPolicy,
+    /// The server keeps the prompt it last evaluated and reuses what a new request shares
+    /// with it (the offline model, `hark-llm`): the recalled memories, which change from
+    /// turn to turn, go in a system note just before the user's message instead of beside
+    /// the system prompt, so the history after the system prompt stays evaluated (rule 12).
+    pub keeps_prefix: bool,
 }
 
 impl std::fmt::Debug for ProviderConfig {
@@ -146,6 +151,7 @@ impl ProviderConfig {
             connect_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(60),
             retry: RetryPolicy::default(),
+            keeps_prefix: false,
         }
     }
 

@@ -34,11 +34,16 @@ fn uses_max_completion_tokens(model: &str) -> bool {
 
 /// The request body for a prompt.
 pub fn request_body(config: &ProviderConfig, prompt: &Prompt) -> Value {
-    let mut messages = Vec::with_capacity(prompt.messages.len() + 1);
-    if !prompt.system.is_empty() {
-        messages.push(json!({"role": "system", "content": prompt.system}));
+    let (system, context) = if config.keeps_prefix {
+        prompt.split_recall()
+    } else {
+        (prompt.system_with_recall(), prompt.messages.clone())
+    };
+    let mut messages = Vec::with_capacity(context.len() + 1);
+    if !system.is_empty() {
+        messages.push(json!({"role": "system", "content": system}));
     }
-    messages.extend(encode_messages(&prompt.messages));
+    messages.extend(encode_messages(&context));
     let mut body = json!({
         "model": config.model,
         "messages": messages,
@@ -308,5 +313,53 @@ mod tests {
             ..ahead
         };
         assert_eq!(request_body(&cfg, &open)["open"], true);
+    }
+
+    /// Rule 12 on the wire: a cloud model is told every recalled memory beside the system
+    /// prompt; the offline one (`keeps_prefix`) the facts there and the earlier messages
+    /// in a system message just before the user's words, after the turns and tool results
+    /// of the history it has already evaluated.
+    #[test]
+    fn recall_goes_beside_the_system_prompt_or_just_before_the_words() {
+        let prompt = Prompt {
+            system: "Be brief.".into(),
+            recall: Some(crate::conversation::Recall {
+                facts: vec!["- likes tea".into()],
+                earlier: vec!["- On 2026-12-01 the user said: \"I fly to Lisbon.\"".into()],
+            }),
+            messages: vec![
+                PromptMessage::User { text: "hi".into() },
+                PromptMessage::Assistant {
+                    text: "Hello.".into(),
+                    tool_calls: vec![],
+                },
+                PromptMessage::User {
+                    text: "Where am I going?".into(),
+                },
+            ],
+            ..Default::default()
+        };
+        let heading = "Things you remember about the user from earlier conversations:";
+        let mut cfg = ProviderConfig::new(ProviderKind::OpenAi);
+        assert_eq!(
+            request_body(&cfg, &prompt)["messages"],
+            json!([
+                {"role": "system", "content": format!("Be brief.\n\n{heading}\n- likes tea\n- On 2026-12-01 the user said: \"I fly to Lisbon.\"")},
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": "Hello."},
+                {"role": "user", "content": "Where am I going?"}
+            ])
+        );
+        cfg.keeps_prefix = true;
+        assert_eq!(
+            request_body(&cfg, &prompt)["messages"],
+            json!([
+                {"role": "system", "content": format!("Be brief.\n\n{heading}\n- likes tea")},
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": "Hello."},
+                {"role": "system", "content": format!("{heading}\n- On 2026-12-01 the user said: \"I fly to Lisbon.\"")},
+                {"role": "user", "content": "Where am I going?"}
+            ])
+        );
     }
 }

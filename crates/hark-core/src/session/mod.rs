@@ -174,32 +174,22 @@ impl Prefiller {
             let prompt = match utterance {
                 None => {
                     let mut p = this.conv.prefix_prompt();
+                    // The earlier messages the last turn recalled are not this turn's: the
+                    // words will recall their own, just before them (`Prompt::split_recall`).
+                    if let Some(r) = p.recall.as_mut() {
+                        r.earlier.clear();
+                    }
                     p.messages.push(PromptMessage::User { text: String::new() });
                     p
                 }
                 Some(text) => {
-                    let (conv, store, recall) = (this.conv.clone(), this.store.clone(), this.recall);
-                    // Recall reads SQLite: off the runtime's threads.
-                    let built = tokio::task::spawn_blocking(move || -> Option<Prompt> {
-                        let mut conv = (*conv).clone();
-                        conv.push_user(&text).ok()?;
-                        if recall && conv.settings().enabled {
-                            let recalled = recall::recall_text(&store, &conv, &text).ok()?;
-                            conv.set_recall(recalled);
-                        } else {
-                            conv.set_recall(None);
-                        }
-                        let mut p = conv.prompt().ok()?;
-                        // The turn's own budget: the reply is generated ahead, for the
-                        // turn's identical request to take over (`Prompt::ahead`).
-                        p.ahead = true;
-                        Some(p)
-                    })
-                    .await;
-                    match built {
-                        Ok(Some(p)) => p,
-                        _ => return,
-                    }
+                    let Some(mut p) = this.turn_prompt(text).await else {
+                        return;
+                    };
+                    // The turn's own budget: the reply is generated ahead, for the turn's
+                    // identical request to take over (`Prompt::ahead`).
+                    p.ahead = true;
+                    p
                 }
             };
             this.send(prompt, stop).await;
@@ -210,21 +200,41 @@ impl Prefiller {
     /// while they still speak (issue 20), left open (`Prompt::open`): the model evaluates
     /// it up to the end of their text and generates nothing, so the request for the
     /// finished words — [`Self::prefill_until`]'s at a pause, or the turn's — evaluates
-    /// only what was said since. The recalled memories are the ones the conversation has
-    /// (those of the press's prefill): recalling for every few words would change the
-    /// system prompt and have the whole history evaluated again while the user speaks.
+    /// only what was said since. With recall on, the memories are those the words so far
+    /// recall: the offline model has the earlier messages among them just before the
+    /// user's message (`ProviderConfig::keeps_prefix`), so a change costs only them and
+    /// the words, and the finished words, which mostly recall the same, find them
+    /// evaluated.
     pub fn prefill_open(&self, words: String, stop: CancellationToken) -> tokio::task::JoinHandle<()> {
         let this = self.clone();
         tokio::spawn(async move {
-            let mut conv = (*this.conv).clone();
-            if conv.push_user(&words).is_err() {
+            let Some(mut p) = this.turn_prompt(words).await else {
                 return;
-            }
-            let Ok(mut prompt) = conv.prompt() else { return };
-            prompt.open = true;
-            prompt.max_tokens = Some(1);
-            this.send(prompt, stop).await;
+            };
+            p.open = true;
+            p.max_tokens = Some(1);
+            this.send(p, stop).await;
         })
+    }
+
+    /// The request [`ChatSession::send`] would make for `words`, recall included; `None`
+    /// when it cannot be built (the turn then reports why).
+    async fn turn_prompt(&self, words: String) -> Option<Prompt> {
+        let (conv, store, recall) = (self.conv.clone(), self.store.clone(), self.recall);
+        // Recall reads SQLite: off the runtime's threads.
+        tokio::task::spawn_blocking(move || -> Option<Prompt> {
+            let mut conv = (*conv).clone();
+            conv.push_user(&words).ok()?;
+            if recall && conv.settings().enabled {
+                conv.set_recall(recall::recall_text(&store, &conv, &words).ok()?);
+            } else {
+                conv.set_recall(None);
+            }
+            conv.prompt().ok()
+        })
+        .await
+        .ok()
+        .flatten()
     }
 
     /// Sends a prefill's request, until it ends or `stop`; what comes back is not used.
@@ -464,7 +474,7 @@ impl ChatSession {
         conv.set_model(self.conv.model(), self.conv.reply_budget());
         conv.set_model_window(self.conv.model_window());
         conv.set_tools(self.conv.tools().to_vec());
-        conv.set_recall(self.conv.recall().map(str::to_string));
+        conv.set_recall(self.conv.recalled().cloned());
         conv.set_language_note(self.conv.language_note().map(str::to_string));
         self.conv = conv;
         self.stale = false;

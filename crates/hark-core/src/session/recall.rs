@@ -1,7 +1,7 @@
 //! Long-term recall (rule 12): what Hark remembers from earlier conversations, put beside
 //! the system prompt for one turn. The context list is never touched.
 
-use crate::conversation::Conversation;
+use crate::conversation::{Conversation, Recall};
 use crate::store::memory::{Exclude, Fact, SearchHit};
 use crate::store::{Store, StoreError};
 
@@ -12,11 +12,11 @@ pub const MAX_HITS: usize = 3;
 /// A recalled message is cut to this many characters.
 const MAX_HIT_CHARS: usize = 300;
 
-/// The recall text for a turn: every remembered fact, then the earlier messages (other
-/// sessions, and turns of this session that were trimmed from the context — not those the
-/// user reset away) that best match what the user just said, by words and by meaning
+/// What a turn recalls: every remembered fact, and the earlier messages (other sessions,
+/// and turns of this session that were trimmed from the context — not those the user
+/// reset away) that best match what the user just said, by words and by meaning
 /// (`Store::search`). `None` when there is nothing to recall.
-pub fn recall_text(store: &Store, conv: &Conversation, utterance: &str) -> Result<Option<String>, StoreError> {
+pub fn recall_text(store: &Store, conv: &Conversation, utterance: &str) -> Result<Option<Recall>, StoreError> {
     let facts = store.facts()?;
     let hits: Vec<SearchHit> = store
         .search(
@@ -35,11 +35,11 @@ pub fn recall_text(store: &Store, conv: &Conversation, utterance: &str) -> Resul
     Ok(format(&facts, &hits))
 }
 
-fn format(facts: &[Fact], hits: &[SearchHit]) -> Option<String> {
-    let mut lines = Vec::new();
+fn format(facts: &[Fact], hits: &[SearchHit]) -> Option<Recall> {
+    let mut recall = Recall::default();
     let skip = facts.len().saturating_sub(MAX_FACTS);
     for f in &facts[skip..] {
-        lines.push(format!("- {}", f.text));
+        recall.facts.push(format!("- {}", f.text));
     }
     for h in hits {
         let who = if h.kind == "user" { "the user said" } else { "you said" };
@@ -47,11 +47,11 @@ fn format(facts: &[Fact], hits: &[SearchHit]) -> Option<String> {
         if text.len() < h.text.len() {
             text.push('…');
         }
-        lines.push(format!(
+        recall.earlier.push(format!(
             "- On {} {who}: \"{}\"",
             h.created_at.format("%Y-%m-%d"),
             text.replace('\n', " ")
         ));
     }
-    (!lines.is_empty()).then(|| lines.join("\n"))
+    recall.some()
 }
