@@ -41,6 +41,11 @@ fn format(facts: &[Fact], hits: &[SearchHit]) -> Option<Recall> {
     for f in &facts[skip..] {
         recall.facts.push(format!("- {}", f.text));
     }
+    // Oldest first, as they were said, not best first: the set recalled by the words so far
+    // and by the finished words is often the same in another order, and the offline model
+    // then finds the same text already evaluated (rule 12's note before the words).
+    let mut hits: Vec<&SearchHit> = hits.iter().collect();
+    hits.sort_by_key(|h| h.created_at);
     for h in hits {
         let who = if h.kind == "user" { "the user said" } else { "you said" };
         let mut text: String = h.text.chars().take(MAX_HIT_CHARS).collect();
@@ -54,4 +59,42 @@ fn format(facts: &[Fact], hits: &[SearchHit]) -> Option<Recall> {
         ));
     }
     recall.some()
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+
+    use super::*;
+
+    fn hit(text: &str, day: u32) -> SearchHit {
+        SearchHit {
+            session_id: "s".into(),
+            session_title: None,
+            seq: i64::from(day),
+            kind: "user".into(),
+            text: text.into(),
+            created_at: chrono::Utc.with_ymd_and_hms(2026, 11, day, 9, 0, 0).unwrap(),
+        }
+    }
+
+    /// The recalled messages are listed as they were said, oldest first, whatever their
+    /// order of relevance: the words so far and the finished words often recall the same
+    /// messages ranked differently, and the same text is what the offline model already
+    /// evaluated (rule 12's note before the words).
+    #[test]
+    fn recalled_messages_come_oldest_first_whatever_their_rank() {
+        let (lisbon, mark) = (hit("I fly to Lisbon.", 20), hit("Mark moved to Toronto.", 3));
+        let one = format(&[], &[lisbon.clone(), mark.clone()]).unwrap();
+        let other = format(&[], &[mark, lisbon]).unwrap();
+        assert_eq!(one, other);
+        assert_eq!(
+            one.earlier,
+            vec![
+                "- On 2026-11-03 the user said: \"Mark moved to Toronto.\"".to_string(),
+                "- On 2026-11-20 the user said: \"I fly to Lisbon.\"".into(),
+            ]
+        );
+        assert_eq!(format(&[], &[]), None, "nothing recalled");
+    }
 }
