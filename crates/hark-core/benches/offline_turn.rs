@@ -41,8 +41,11 @@
 //! stderr; `HARK_BENCH_LLM` picks the chat model (a manifest id; default: the default
 //! one); `HARK_BENCH_PIPELINES` (default
 //! `overlapped,overlapped/natural,moonshine,moonshine/natural,moonshine/piper`) picks the
-//! pipelines, each with a voice after `/` (`system` when none is named); `HARK_BENCH_CLIPS` (default
-//! `espeak,asterisk,beckett`) the clip sets; `HARK_BENCH_SPEECH` the directory holding the
+//! pipelines, each with a voice after `/` (`system` when none is named; a name followed by
+//! `+recall` has long-term recall on, over a memory of earlier sessions searched by meaning,
+//! in the offline model's layout of rule 12, `+recall-beside` every memory beside the
+//! system prompt, as before); `HARK_BENCH_CLIPS` (default `espeak,asterisk,beckett`) the
+//! clip sets; `HARK_BENCH_SPEECH` the directory holding the
 //! human recordings (the script's: the Debian packages unpacked under `asterisk/`,
 //! `beckett.wav` fetched there).
 
@@ -63,11 +66,14 @@ use hark_core::models::{Manifest, ModelKind, ModelStore};
 use hark_core::session::ptt::PttMode;
 use hark_core::session::voice::{self, ActorOptions, Pipeline, TurnMetrics, Voice, VoiceEvent};
 use hark_core::session::ChatSession;
+use hark_core::store::embed::{self, Embedder};
+use hark_core::store::index::index_all;
 use hark_core::store::Store;
 use hark_core::stt::moonshine::{self, MoonshineStt};
 use hark_core::stt::wer::WordErrors;
 use hark_core::stt::whisper::WhisperStt;
 use hark_core::stt::Transcriber;
+use hark_core::testing::ScriptedModel;
 use hark_core::tts::natural::NaturalVoice;
 use hark_core::tts::piper::PiperVoice;
 use hark_core::tts::system::SystemVoice;
@@ -156,11 +162,31 @@ struct Config {
     pipeline: Pipeline,
     /// `system`, `natural` (Kokoro) or `piper` (the quick natural voice).
     voice: &'static str,
+    /// Long-term recall (rule 12): `+recall` after the pipeline's name.
+    recall: Recall,
+}
+
+/// Long-term recall in a pipeline's sessions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Recall {
+    /// Nothing recalled (`--no-recall`'s state).
+    Off,
+    /// On, with a memory of earlier sessions ([`MEMORY`]), and the offline model's layout:
+    /// the earlier messages recalled just before the words (`+recall`).
+    On,
+    /// The same, with every memory beside the system prompt, as the offline model had it
+    /// before (`+recall-beside`).
+    Beside,
 }
 
 impl Config {
     fn label(&self) -> String {
-        format!("{}/{}", self.name, self.voice)
+        let recall = match self.recall {
+            Recall::Off => "",
+            Recall::On => "+recall",
+            Recall::Beside => "+recall-beside",
+        };
+        format!("{}{recall}/{}", self.name, self.voice)
     }
 }
 
@@ -171,6 +197,13 @@ fn configs() -> Vec<Config> {
         .map(|p| {
             let p = p.trim();
             let (name, voice) = p.split_once('/').unwrap_or((p, "system"));
+            let (name, recall) = if let Some(n) = name.strip_suffix("+recall-beside") {
+                (n, Recall::Beside)
+            } else if let Some(n) = name.strip_suffix("+recall") {
+                (n, Recall::On)
+            } else {
+                (name, Recall::Off)
+            };
             let (name, engine, pipeline) = match name {
                 "sequential" => ("sequential", Engine::Whisper, Pipeline::Sequential),
                 "overlapped" => ("overlapped", Engine::Whisper, Pipeline::Overlapped),
@@ -190,9 +223,62 @@ fn configs() -> Vec<Config> {
                 engine,
                 pipeline,
                 voice,
+                recall,
             }
         })
         .collect()
+}
+
+/// What the user told Hark in earlier sessions, for the pipelines with recall: statements
+/// of the kind a user makes (recall takes what the user stated), none of them about the
+/// clips' questions, so what a question recalls is the near miss that the recall
+/// benchmark's wrong-recall figure counts, and it changes from question to question.
+const MEMORY: &[&str] = &[
+    "I fly to Lisbon on Friday morning.",
+    "My brother Mark moved to Toronto last month.",
+    "The radiator in the bedroom is broken.",
+    "My daughter's birthday is on the twelfth of March.",
+    "I'm allergic to peanuts.",
+    "We're planning a trip to Paris in the spring.",
+    "My phone contract ends in January.",
+    "I have a dentist appointment on Tuesday at nine.",
+    "I started learning Spanish this year.",
+    "The car needs new tyres before winter.",
+    "I work as a nurse at the city hospital.",
+    "Our cat Pebble is afraid of the hoover.",
+    "I'm training for a half marathon in May.",
+    "My landlord is raising the rent in February.",
+    "I keep forgetting to call my grandmother on Sundays.",
+    "The conference call with the Berlin office is every Monday.",
+];
+
+/// Facts the user asked Hark to remember, for the same pipelines.
+const FACTS: &[&str] = &["my name is Sam", "I like green tea", "I live in Leeds"];
+
+/// A store holding [`MEMORY`] (an earlier session, its statements embedded) and [`FACTS`],
+/// searched by meaning with `embed`, as the app's is.
+async fn remembering(embed: Arc<Embedder>) -> Arc<Store> {
+    let store = Arc::new(Store::open_in_memory().expect("sqlite"));
+    let model = ScriptedModel::new();
+    let mut earlier =
+        ChatSession::create(store.clone(), Box::new(model), "Be brief.", HistorySettings::default()).expect("session");
+    for said in MEMORY {
+        earlier
+            .send(said, &tokio_util::sync::CancellationToken::new(), |_| {})
+            .await
+            .expect("a scripted turn");
+    }
+    for fact in FACTS {
+        store.add_fact(fact, None).expect("a fact");
+    }
+    let (s, e) = (store.clone(), embed.clone());
+    tokio::task::spawn_blocking(move || {
+        index_all(&s, e.as_ref(), &std::sync::atomic::AtomicBool::new(false), |_| {}).expect("indexing")
+    })
+    .await
+    .expect("indexing");
+    store.set_meaning(Some(embed));
+    store
 }
 
 /// Where a clip's speech comes from.
@@ -402,15 +488,28 @@ fn machine() -> String {
 
 /// One conversation: each clip played live into the voice session in turn, as `hark talk
 /// --wav FILE --live` plays a file, and its figures.
-async fn conversation(config: Config, server: &LocalLlm, voice: &Voice, clips: &[&Clip]) -> Vec<Measured> {
-    let store = Arc::new(Store::open_in_memory().expect("sqlite"));
+async fn conversation(
+    config: Config,
+    server: &LocalLlm,
+    voice: &Voice,
+    clips: &[&Clip],
+    memory: Option<&Arc<Embedder>>,
+) -> Vec<Measured> {
+    let store = match (config.recall, memory) {
+        (Recall::Off, _) => Arc::new(Store::open_in_memory().expect("sqlite")),
+        (_, Some(embed)) => remembering(embed.clone()).await,
+        (_, None) => unreachable!("the embedding model is loaded when a pipeline recalls"),
+    };
+    let mut model = server.config();
+    model.keeps_prefix = config.recall != Recall::Beside;
     let mut chat = ChatSession::create(
         store,
-        server.config().build().expect("the local model's client"),
+        model.build().expect("the local model's client"),
         hark_core::assembly::DEFAULT_SYSTEM_PROMPT,
         HistorySettings::default(),
     )
     .expect("session");
+    chat.set_recall(config.recall != Recall::Off);
     chat.set_reply_budget(48);
     chat.set_model_window(server.context_window());
     chat.set_prefill(true);
@@ -568,6 +667,17 @@ fn main() {
                 .expect("the model (scripts/fetch-models.sh)");
         }
 
+        // The pipelines with recall search their memory by meaning, as the app does.
+        let memory = if configs.iter().any(|c| c.recall != Recall::Off) {
+            for spec in manifest.with_requirements(embed::MODEL.id).expect("the embedding model in the manifest") {
+                models.ensure(spec, &|_| {}).await.expect("the embedding model");
+            }
+            let files = embed::files(&manifest, &models).expect("the embedding model's files");
+            Some(Arc::new(Embedder::load(embed::MODEL, &files).expect("the embedding model")))
+        } else {
+            None
+        };
+
         let dir = tempfile::tempdir().expect("temp dir");
         let speech = std::env::var_os("HARK_BENCH_SPEECH")
             .map(PathBuf::from)
@@ -634,7 +744,7 @@ fn main() {
             let _ = m.transcribe(&clips[0].samples).await;
         }
         for c in &configs {
-            let _ = conversation(*c, &server, &voice_for(c), &clips[..1]).await;
+            let _ = conversation(*c, &server, &voice_for(c), &clips[..1], memory.as_ref()).await;
         }
 
         // Each voice's real-time factor on the replies' kind of sentence, warm.
@@ -691,7 +801,7 @@ fn main() {
                 }
                 for i in order {
                     let c = results[i].0;
-                    let m = conversation(c, &server, &voice_for(&c), group).await;
+                    let m = conversation(c, &server, &voice_for(&c), group, memory.as_ref()).await;
                     results[i].1.extend(m);
                 }
             }
@@ -719,7 +829,7 @@ fn main() {
         let find = |name: &str, voice: &str| {
             results
                 .iter()
-                .find(|(c, _)| c.name == name && c.voice == voice)
+                .find(|(c, _)| c.name == name && c.voice == voice && c.recall == Recall::Off)
                 .map(|(_, m)| m.as_slice())
         };
 
@@ -754,6 +864,25 @@ fn main() {
                 said(relative),
                 ratio(first_audio, 0.5),
                 said(relative)
+            );
+        }
+        // Rule 12's layouts for the offline model, with the same memory, in this run.
+        for (c, now) in results.iter().filter(|(c, _)| c.recall == Recall::On) {
+            let Some((_, before)) = results
+                .iter()
+                .find(|(b, _)| b.recall == Recall::Beside && b.name == c.name && b.voice == c.voice)
+            else {
+                continue;
+            };
+            let ratio = |f: fn(&Measured) -> f64, q: f64| pct(now, f, q) / pct(before, f, q);
+            println!(
+                "recall on, {}/{}: the earlier messages just before the words (now) / beside the system prompt (before): first token p50 {:.2}× p95 {:.2}×, first audio p50 {:.2}× p95 {:.2}×",
+                c.name,
+                c.voice,
+                ratio(first_token, 0.5),
+                ratio(first_token, 0.95),
+                ratio(first_audio, 0.5),
+                ratio(first_audio, 0.95)
             );
         }
         if let (Some(old), Some(new)) = (find("sequential", "system"), find("overlapped", "system")) {
@@ -854,6 +983,7 @@ fn main() {
             engine: Engine::Whisper,
             pipeline: Pipeline::Overlapped,
             voice: "system",
+            recall: Recall::Off,
         };
         let two: Vec<&Clip> = espeak[1..3].iter().collect();
         for (name, warm) in [("loaded only (before)", false), ("loaded + warm-up (now)", true)] {
@@ -876,7 +1006,7 @@ fn main() {
                     tts: system.clone(),
                     out: Arc::new(ClockOut::new()),
                 };
-                let m = conversation(overlapped, &server, &voice, &two).await;
+                let m = conversation(overlapped, &server, &voice, &two, None).await;
                 first.push((m[0].transcript, m[0].first_audio));
                 second.push((m[1].transcript, m[1].first_audio));
             }
