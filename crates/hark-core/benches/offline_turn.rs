@@ -43,8 +43,7 @@
 //! `overlapped,overlapped/natural,moonshine,moonshine/natural,moonshine/piper`) picks the
 //! pipelines, each with a voice after `/` (`system` when none is named; a name followed by
 //! `+recall` has long-term recall on, over a memory of earlier sessions searched by meaning,
-//! in the offline model's layout of rule 12, `+recall-beside` every memory beside the
-//! system prompt, as before); `HARK_BENCH_CLIPS` (default `espeak,asterisk,beckett`) the
+//! as the app has by default); `HARK_BENCH_CLIPS` (default `espeak,asterisk,beckett`) the
 //! clip sets; `HARK_BENCH_SPEECH` the directory holding the
 //! human recordings (the script's: the Debian packages unpacked under `asterisk/`,
 //! `beckett.wav` fetched there).
@@ -162,30 +161,14 @@ struct Config {
     pipeline: Pipeline,
     /// `system`, `natural` (Kokoro) or `piper` (the quick natural voice).
     voice: &'static str,
-    /// Long-term recall (rule 12): `+recall` after the pipeline's name.
-    recall: Recall,
-}
-
-/// Long-term recall in a pipeline's sessions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Recall {
-    /// Nothing recalled (`--no-recall`'s state).
-    Off,
-    /// On, with a memory of earlier sessions ([`MEMORY`]), and the offline model's layout:
-    /// the earlier messages recalled just before the words (`+recall`).
-    On,
-    /// The same, with every memory beside the system prompt, as the offline model had it
-    /// before (`+recall-beside`).
-    Beside,
+    /// Long-term recall on (rule 12), over a memory of earlier sessions ([`MEMORY`]):
+    /// `+recall` after the pipeline's name.
+    recall: bool,
 }
 
 impl Config {
     fn label(&self) -> String {
-        let recall = match self.recall {
-            Recall::Off => "",
-            Recall::On => "+recall",
-            Recall::Beside => "+recall-beside",
-        };
+        let recall = if self.recall { "+recall" } else { "" };
         format!("{}{recall}/{}", self.name, self.voice)
     }
 }
@@ -197,12 +180,9 @@ fn configs() -> Vec<Config> {
         .map(|p| {
             let p = p.trim();
             let (name, voice) = p.split_once('/').unwrap_or((p, "system"));
-            let (name, recall) = if let Some(n) = name.strip_suffix("+recall-beside") {
-                (n, Recall::Beside)
-            } else if let Some(n) = name.strip_suffix("+recall") {
-                (n, Recall::On)
-            } else {
-                (name, Recall::Off)
+            let (name, recall) = match name.strip_suffix("+recall") {
+                Some(n) => (n, true),
+                None => (name, false),
             };
             let (name, engine, pipeline) = match name {
                 "sequential" => ("sequential", Engine::Whisper, Pipeline::Sequential),
@@ -496,20 +476,18 @@ async fn conversation(
     memory: Option<&Arc<Embedder>>,
 ) -> Vec<Measured> {
     let store = match (config.recall, memory) {
-        (Recall::Off, _) => Arc::new(Store::open_in_memory().expect("sqlite")),
-        (_, Some(embed)) => remembering(embed.clone()).await,
-        (_, None) => unreachable!("the embedding model is loaded when a pipeline recalls"),
+        (false, _) => Arc::new(Store::open_in_memory().expect("sqlite")),
+        (true, Some(embed)) => remembering(embed.clone()).await,
+        (true, None) => unreachable!("the embedding model is loaded when a pipeline recalls"),
     };
-    let mut model = server.config();
-    model.keeps_prefix = config.recall != Recall::Beside;
     let mut chat = ChatSession::create(
         store,
-        model.build().expect("the local model's client"),
+        server.config().build().expect("the local model's client"),
         hark_core::assembly::DEFAULT_SYSTEM_PROMPT,
         HistorySettings::default(),
     )
     .expect("session");
-    chat.set_recall(config.recall != Recall::Off);
+    chat.set_recall(config.recall);
     chat.set_reply_budget(48);
     chat.set_model_window(server.context_window());
     chat.set_prefill(true);
@@ -668,7 +646,7 @@ fn main() {
         }
 
         // The pipelines with recall search their memory by meaning, as the app does.
-        let memory = if configs.iter().any(|c| c.recall != Recall::Off) {
+        let memory = if configs.iter().any(|c| c.recall) {
             for spec in manifest.with_requirements(embed::MODEL.id).expect("the embedding model in the manifest") {
                 models.ensure(spec, &|_| {}).await.expect("the embedding model");
             }
@@ -829,7 +807,7 @@ fn main() {
         let find = |name: &str, voice: &str| {
             results
                 .iter()
-                .find(|(c, _)| c.name == name && c.voice == voice && c.recall == Recall::Off)
+                .find(|(c, _)| c.name == name && c.voice == voice && !c.recall)
                 .map(|(_, m)| m.as_slice())
         };
 
@@ -866,17 +844,14 @@ fn main() {
                 said(relative)
             );
         }
-        // Rule 12's layouts for the offline model, with the same memory, in this run.
-        for (c, now) in results.iter().filter(|(c, _)| c.recall == Recall::On) {
-            let Some((_, before)) = results
-                .iter()
-                .find(|(b, _)| b.recall == Recall::Beside && b.name == c.name && b.voice == c.voice)
-            else {
-                continue;
-            };
-            let ratio = |f: fn(&Measured) -> f64, q: f64| pct(now, f, q) / pct(before, f, q);
+        // Long-term recall's cost: each pipeline with recall against the same without, in
+        // this run.
+        for (c, with) in results.iter().filter(|(c, _)| c.recall) {
+            let Some(without) = find(c.name, c.voice) else { continue };
+            let ratio = |f: fn(&Measured) -> f64, q: f64| pct(with, f, q) / pct(without, f, q);
             println!(
-                "recall on, {}/{}: the earlier messages just before the words (now) / beside the system prompt (before): first token p50 {:.2}× p95 {:.2}×, first audio p50 {:.2}× p95 {:.2}×",
+                "{} against {}/{} (no recall): first token p50 {:.2}× p95 {:.2}×, first audio p50 {:.2}× p95 {:.2}×",
+                c.label(),
                 c.name,
                 c.voice,
                 ratio(first_token, 0.5),
@@ -983,7 +958,7 @@ fn main() {
             engine: Engine::Whisper,
             pipeline: Pipeline::Overlapped,
             voice: "system",
-            recall: Recall::Off,
+            recall: false,
         };
         let two: Vec<&Clip> = espeak[1..3].iter().collect();
         for (name, warm) in [("loaded only (before)", false), ("loaded + warm-up (now)", true)] {
