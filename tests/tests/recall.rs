@@ -162,6 +162,54 @@ async fn the_words_so_far_are_evaluated_with_what_they_recall() {
     );
 }
 
+/// Issue 20 with recall on: what the prefill at the press (and at start-up) evaluates ahead
+/// of the words has the remembered facts beside the system prompt, as the turn will, also
+/// before the first turn has recalled anything; the earlier messages the last turn
+/// recalled are not there (the words recall their own).
+#[tokio::test]
+async fn the_prefill_at_the_press_has_the_facts_and_not_the_last_turns_messages() {
+    let store = mem_store();
+    store.add_fact("my name is Sam", None).unwrap();
+    let model = ScriptedModel::new();
+    let mut one = ChatSession::create(
+        store.clone(),
+        Box::new(model.clone()),
+        "Be brief.",
+        HistorySettings::default(),
+    )
+    .unwrap();
+    say(&mut one, "I fly to Lisbon on Friday morning.").await.unwrap();
+
+    let mut two = ChatSession::create(
+        store.clone(),
+        Box::new(model.clone()),
+        "Be brief.",
+        HistorySettings::default(),
+    )
+    .unwrap();
+    two.set_recall(true);
+    two.set_prefill(true);
+    two.prefill().unwrap().await.unwrap();
+    let first = model.prompts().pop().unwrap();
+    let facts = vec!["- my name is Sam".to_string()];
+    assert_eq!(
+        first.recall,
+        Some(Recall {
+            facts: facts.clone(),
+            earlier: vec![]
+        }),
+        "{first:?}"
+    );
+
+    // A turn that recalls an earlier message; the next press's prefill has the facts only.
+    say(&mut two, "When do I fly to Lisbon?").await.unwrap();
+    assert_eq!(two.conversation().recalled().map(|r| r.earlier.len()), Some(1));
+    two.prefill().unwrap().await.unwrap();
+    let next = model.prompts().pop().unwrap();
+    assert_eq!(next.recall, Some(Recall { facts, earlier: vec![] }), "{next:?}");
+    assert_eq!(next.messages.last(), Some(&PromptMessage::User { text: String::new() }));
+}
+
 /// Rule 12 with the offline model (issue 20), on the real model server: what a turn
 /// recalls changes from turn to turn, after a history the model has already evaluated. The
 /// earlier messages recalled go just before the user's words (`ProviderConfig::keeps_prefix`),

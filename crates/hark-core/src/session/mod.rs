@@ -174,10 +174,14 @@ impl Prefiller {
             let prompt = match utterance {
                 None => {
                     let mut p = this.conv.prefix_prompt();
-                    // The earlier messages the last turn recalled are not this turn's: the
-                    // words will recall their own, just before them (`Prompt::split_recall`).
-                    if let Some(r) = p.recall.as_mut() {
-                        r.earlier.clear();
+                    // The facts, as they are now (the first turn has recalled nothing yet),
+                    // without the earlier messages the last turn recalled: the words will
+                    // recall their own, just before them (`Prompt::split_recall`).
+                    p.recall = None;
+                    if this.recall && this.conv.settings().enabled {
+                        let store = this.store.clone();
+                        let facts = tokio::task::spawn_blocking(move || recall::facts(&store)).await;
+                        p.recall = facts.ok().and_then(Result::ok).flatten();
                     }
                     p.messages.push(PromptMessage::User { text: String::new() });
                     p

@@ -35,6 +35,11 @@ pub fn recall_text(store: &Store, conv: &Conversation, utterance: &str) -> Resul
     Ok(format(&facts, &hits))
 }
 
+/// What every turn recalls before the user says anything: the remembered facts alone.
+pub fn facts(store: &Store) -> Result<Option<Recall>, StoreError> {
+    Ok(format(&store.facts()?, &[]))
+}
+
 fn format(facts: &[Fact], hits: &[SearchHit]) -> Option<Recall> {
     let mut recall = Recall::default();
     let skip = facts.len().saturating_sub(MAX_FACTS);
