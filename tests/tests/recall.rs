@@ -114,6 +114,17 @@ async fn turns_that_left_the_context_are_recalled_within_the_same_session() {
     }
 }
 
+/// A session on `store` answered by `model`.
+fn scripted(store: &Arc<Store>, model: &ScriptedModel) -> ChatSession {
+    ChatSession::create(
+        store.clone(),
+        Box::new(model.clone()),
+        "Be brief.",
+        HistorySettings::default(),
+    )
+    .unwrap()
+}
+
 /// Issue 20 with recall on: while the user still speaks, the offline model evaluates their
 /// words so far (`Prefiller::prefill_open`) with what those words recall, so the finished
 /// words, which mostly recall the same, find the memories evaluated too. (The press's
@@ -122,23 +133,11 @@ async fn turns_that_left_the_context_are_recalled_within_the_same_session() {
 async fn the_words_so_far_are_evaluated_with_what_they_recall() {
     let store = mem_store();
     let model = ScriptedModel::new();
-    let mut one = ChatSession::create(
-        store.clone(),
-        Box::new(model.clone()),
-        "Be brief.",
-        HistorySettings::default(),
-    )
-    .unwrap();
+    let mut one = scripted(&store, &model);
     model.push(Reply::text("Have a good flight."));
     say(&mut one, "I fly to Lisbon on Friday morning.").await.unwrap();
 
-    let mut two = ChatSession::create(
-        store.clone(),
-        Box::new(model.clone()),
-        "Be brief.",
-        HistorySettings::default(),
-    )
-    .unwrap();
+    let mut two = scripted(&store, &model);
     two.set_recall(true);
     two.set_prefill(true);
     let prefiller = two.prefiller().expect("prefill is on");
@@ -171,22 +170,10 @@ async fn the_prefill_at_the_press_has_the_facts_and_not_the_last_turns_messages(
     let store = mem_store();
     store.add_fact("my name is Sam", None).unwrap();
     let model = ScriptedModel::new();
-    let mut one = ChatSession::create(
-        store.clone(),
-        Box::new(model.clone()),
-        "Be brief.",
-        HistorySettings::default(),
-    )
-    .unwrap();
+    let mut one = scripted(&store, &model);
     say(&mut one, "I fly to Lisbon on Friday morning.").await.unwrap();
 
-    let mut two = ChatSession::create(
-        store.clone(),
-        Box::new(model.clone()),
-        "Be brief.",
-        HistorySettings::default(),
-    )
-    .unwrap();
+    let mut two = scripted(&store, &model);
     two.set_recall(true);
     two.set_prefill(true);
     two.prefill().unwrap().await.unwrap();

@@ -414,14 +414,7 @@ impl Worker<'_> {
                         break;
                     }
                     if self.superseded(request, events) {
-                        let _ = events.send(Event::Done {
-                            usage: Usage {
-                                prompt_tokens: tokens.len() as u32,
-                                completion_tokens: 0,
-                                cached_tokens: cached_tokens as u32,
-                            },
-                            finish_reason: "length",
-                        });
+                        nothing_generated(events, tokens.len(), cached_tokens);
                         return Ok(());
                     }
                 }
@@ -431,14 +424,7 @@ impl Worker<'_> {
         self.logits_at = Some(logits_at);
         if request.open {
             // Evaluated up to the words so far: what the next request shares is cached.
-            let _ = events.send(Event::Done {
-                usage: Usage {
-                    prompt_tokens: tokens.len() as u32,
-                    completion_tokens: 0,
-                    cached_tokens: cached_tokens as u32,
-                },
-                finish_reason: "length",
-            });
+            nothing_generated(events, tokens.len(), cached_tokens);
             return Ok(());
         }
 
@@ -583,6 +569,19 @@ impl Worker<'_> {
     }
 }
 
+/// Ends a request that generated nothing (words left open, or a request stopped while its
+/// prompt was evaluated): `prompt` tokens, `cached` of them from the cache.
+fn nothing_generated(events: &mpsc::UnboundedSender<Event>, prompt: usize, cached: usize) {
+    let _ = events.send(Event::Done {
+        usage: Usage {
+            prompt_tokens: prompt as u32,
+            completion_tokens: 0,
+            cached_tokens: cached as u32,
+        },
+        finish_reason: "length",
+    });
+}
+
 /// Ends a generation ahead's own reply before its end (taken over, or stopped).
 fn ended_early(events: &mpsc::UnboundedSender<Event>, usage: Usage) {
     let _ = events.send(Event::Done {
@@ -679,23 +678,17 @@ mod tests {
         }
     }
 
+    /// llama.cpp's backend is initialised once per process at a time: the tests that load
+    /// a model take turns.
+    static ONE_BACKEND: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     /// Issue 9: user text went through the tokenizer with special tokens parsed, so a chat
     /// template marker typed by the user became a real turn boundary.
     #[test]
     #[ignore = "needs the SmolLM2 model that scripts/test.sh fetches into HARK_MODELS_DIR"]
     fn a_chat_template_marker_in_user_text_stays_text() {
-        let dir = std::env::var_os("HARK_MODELS_DIR").expect("HARK_MODELS_DIR (scripts/test.sh sets it)");
-        // The manifest read as JSON: linking hark-core here would bring whisper.cpp's copy
-        // of ggml next to llama.cpp's.
-        let manifest: serde_json::Value = serde_json::from_str(include_str!("../../hark-core/models.json")).unwrap();
-        let file = manifest["models"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m["id"] == "smollm2-135m")
-            .and_then(|m| m["file"].as_str())
-            .unwrap();
-        let path = std::path::Path::new(&dir).join(file);
+        let _one = ONE_BACKEND.lock().unwrap_or_else(|p| p.into_inner());
+        let path = smollm2();
         let mut backend = LlamaBackend::init().unwrap();
         backend.void_logs();
         let model = LlamaModel::load_from_file(&backend, &path, &LlamaModelParams::default()).unwrap();
@@ -726,6 +719,8 @@ mod tests {
     /// The manifest's SmolLM2 file, which `scripts/test.sh` fetches.
     fn smollm2() -> std::path::PathBuf {
         let dir = std::env::var_os("HARK_MODELS_DIR").expect("HARK_MODELS_DIR (scripts/test.sh sets it)");
+        // The manifest read as JSON: linking hark-core here would bring whisper.cpp's copy
+        // of ggml next to llama.cpp's.
         let manifest: serde_json::Value = serde_json::from_str(include_str!("../../hark-core/models.json")).unwrap();
         let file = manifest["models"]
             .as_array()
@@ -758,6 +753,7 @@ mod tests {
     #[test]
     #[ignore = "needs the SmolLM2 model that scripts/test.sh fetches into HARK_MODELS_DIR"]
     fn words_left_open_give_way_to_the_request_behind_them() {
+        let _one = ONE_BACKEND.lock().unwrap_or_else(|p| p.into_inner());
         let path = smollm2();
         let engine = Engine::start(Options {
             model: &path,
@@ -807,5 +803,14 @@ mod tests {
             "what the open request evaluated stayed cached: {usage:?}"
         );
         assert_eq!(answer, reference, "the reply after an open request gave way differs");
+
+        // The backend is freed with the worker thread, before the next test may load one.
+        let alive = engine.alive.clone();
+        drop(engine);
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while alive.load(Ordering::SeqCst) {
+            assert!(std::time::Instant::now() < deadline, "the worker thread did not end");
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 }
