@@ -210,9 +210,10 @@ fn configs() -> Vec<Config> {
 }
 
 /// What the user told Hark in earlier sessions, for the pipelines with recall: statements
-/// of the kind a user makes (recall takes what the user stated), none of them about the
-/// clips' questions, so what a question recalls is the near miss that the recall
-/// benchmark's wrong-recall figure counts, and it changes from question to question.
+/// of the kind a user makes (recall takes what the user stated). None answers a clip's
+/// question, though some are near (a trip to Paris, a conference call), so what a question
+/// recalls is the near miss that the recall benchmark's wrong-recall figure counts, and it
+/// changes from question to question.
 const MEMORY: &[&str] = &[
     "I fly to Lisbon on Friday morning.",
     "My brother Mark moved to Toronto last month.",
