@@ -572,14 +572,12 @@ impl Worker<'_> {
 /// Ends a request that generated nothing (words left open, or a request stopped while its
 /// prompt was evaluated): `prompt` tokens, `cached` of them from the cache.
 fn nothing_generated(events: &mpsc::UnboundedSender<Event>, prompt: usize, cached: usize) {
-    let _ = events.send(Event::Done {
-        usage: Usage {
-            prompt_tokens: prompt as u32,
-            completion_tokens: 0,
-            cached_tokens: cached as u32,
-        },
-        finish_reason: "length",
-    });
+    let usage = Usage {
+        prompt_tokens: prompt as u32,
+        completion_tokens: 0,
+        cached_tokens: cached as u32,
+    };
+    ended_early(events, usage);
 }
 
 /// Ends a generation ahead's own reply before its end (taken over, or stopped).

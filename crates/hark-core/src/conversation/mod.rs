@@ -427,12 +427,7 @@ impl Conversation {
     /// instruction, then the summary and recall (what a request that puts recall beside
     /// the system prompt sends first, and what `/history` shows).
     pub fn system_text(&self) -> String {
-        Prompt {
-            system: self.system_base(),
-            recall: self.recall.clone(),
-            ..Prompt::default()
-        }
-        .system_with_recall()
+        Recall::beside_system(&self.system_base(), self.recall.as_ref())
     }
 
     /// The system text without the recalled memories: the prompt and the language's

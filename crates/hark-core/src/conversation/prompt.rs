@@ -65,12 +65,17 @@ impl Recall {
 
     /// Every memory, the facts first, a line each.
     pub fn text(&self) -> String {
-        self.facts
-            .iter()
-            .chain(&self.earlier)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n")
+        self.lines().join("\n")
+    }
+
+    fn lines(&self) -> Vec<String> {
+        self.facts.iter().chain(&self.earlier).cloned().collect()
+    }
+
+    /// `system` with every memory of `recall` after it, under their heading, a blank line
+    /// between: what goes first in a request that puts recall beside the system prompt.
+    pub fn beside_system(system: &str, recall: Option<&Recall>) -> String {
+        beside(system, recall.and_then(|r| Recall::block(&r.lines())))
     }
 
     fn block(lines: &[String]) -> Option<String> {
@@ -91,11 +96,7 @@ impl Prompt {
     /// The system text with every recalled memory after it, a blank line between: what a
     /// request that puts recall beside the system prompt sends first.
     pub fn system_with_recall(&self) -> String {
-        let all = self
-            .recall
-            .as_ref()
-            .map(|r| r.facts.iter().chain(&r.earlier).cloned().collect::<Vec<_>>());
-        beside(&self.system, all.as_deref().and_then(Recall::block))
+        Recall::beside_system(&self.system, self.recall.as_ref())
     }
 
     /// For a model that keeps the prompt it evaluated: the system text with the facts

@@ -4,6 +4,8 @@
 //! decides. Usage comes in a last chunk with empty `choices` thanks to
 //! `stream_options.include_usage`; the stream ends with `data: [DONE]`.
 
+use std::borrow::Cow;
+
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
@@ -35,9 +37,10 @@ fn uses_max_completion_tokens(model: &str) -> bool {
 /// The request body for a prompt.
 pub fn request_body(config: &ProviderConfig, prompt: &Prompt) -> Value {
     let (system, context) = if config.keeps_prefix {
-        prompt.split_recall()
+        let (system, context) = prompt.split_recall();
+        (system, Cow::Owned(context))
     } else {
-        (prompt.system_with_recall(), prompt.messages.clone())
+        (prompt.system_with_recall(), Cow::Borrowed(prompt.messages.as_slice()))
     };
     let mut messages = Vec::with_capacity(context.len() + 1);
     if !system.is_empty() {
