@@ -18,9 +18,9 @@
 # Environment:
 #   HARK_BENCH_RUNS        runs (the argument wins)
 #   HARK_BENCH_PIPELINES   default overlapped,overlapped/natural,moonshine,moonshine/natural,
-#                          moonshine/piper; sequential (whisper after the release) too; a
-#                          voice after `/` (system, natural or piper; system when none is
-#                          named)
+#                          moonshine/hibari,moonshine/piper; sequential (whisper after the
+#                          release) too; a voice after `/` (system, natural, hibari or
+#                          piper; system when none is named)
 #   HARK_BENCH_CLIPS       clip sets, default espeak,asterisk,beckett
 #   HARK_BENCH_RELEASE_MS  how long after the last word the key comes up (default 300)
 #   HARK_BENCH_LLM         the chat model, a manifest id (default: the default one)

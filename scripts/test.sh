@@ -47,7 +47,7 @@ echo "== build"
 cargo test --workspace --locked --no-run
 cargo build --workspace --locked
 echo "== offline models (whisper tiny.en and base, Moonshine tiny, Qwen2.5-Coder 1.5B and 0.5B, SmolLM2 135M, the Kokoro natural voice, Silero VAD, Smart Turn)"
-HARK_BIN="$CARGO_TARGET_DIR/debug/hark" scripts/fetch-models.sh whisper-tiny.en whisper-base qwen2.5-coder-1.5b qwen2.5-coder-0.5b smollm2-135m kokoro-82m piper-joe moonshine-tiny minilm-l6 silero-vad smart-turn-v3 >/dev/null
+HARK_BIN="$CARGO_TARGET_DIR/debug/hark" scripts/fetch-models.sh whisper-tiny.en whisper-base qwen2.5-coder-1.5b qwen2.5-coder-0.5b smollm2-135m kokoro-82m piper-joe hibari-heart moonshine-tiny minilm-l6 silero-vad smart-turn-v3 >/dev/null
 
 echo "== the MCP servers the tool tests talk to (server-everything from npm, mcp-server-time from PyPI)"
 eval "$(scripts/mcp-servers.sh)"

@@ -440,7 +440,7 @@ async fn the_desktop_app_end_to_end() {
 }
 
 /// What the README's run command gives on a machine with the models in place and no API
-/// key: the offline stack (whisper.cpp, the local model through `hark-llm`, the natural
+/// key: the offline stack (whisper.cpp, the local model through `hark-llm`, the quick Heart
 /// voice) answers a spoken turn; the reply recorded off the speaker is read back by whisper.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs scripts/test.sh (display, virtual audio, keyring, models)"]
@@ -476,13 +476,16 @@ async fn with_no_keys_the_app_answers_a_spoken_turn_offline() {
     let cached_shown = app.text("#stat-in-cached").await;
     app.close().await;
 
-    // The default voice is the natural one (its files are in the models directory), and
-    // what came out of the speaker is the reply.
+    // The default voice is the quick Heart voice (its files are in the models directory),
+    // and what came out of the speaker is the reply.
     let mut logs = String::new();
     for e in std::fs::read_dir(&setup.logs).unwrap().flatten() {
         logs.push_str(&std::fs::read_to_string(e.path()).unwrap_or_default());
     }
-    assert!(logs.contains("natural voice loaded"), "the natural voice spoke: {logs}");
+    assert!(
+        logs.contains("quick Heart voice loaded"),
+        "the quick Heart voice spoke: {logs}"
+    );
     assert_read_back(&spoken, &ctx[1]).await;
 
     // The record: the offline model answered, with its reported usage and voice metrics.

@@ -56,10 +56,12 @@ pub struct TalkArgs {
     /// Default: moonshine, or whisper when --whisper-model names a whisper model file.
     #[arg(long)]
     stt: Option<SttKind>,
-    /// Text-to-speech: natural (Kokoro, offline; fetched on first use; the OS voice where
-    /// it is not available), piper (the quick natural voice, Piper's Joe: offline, English,
+    /// Text-to-speech: hibari (the default: the quick Heart voice, Kokoro's Heart distilled,
+    /// offline, about eighty times faster than real time; English, Kokoro for the other
+    /// languages; fetched on first use; the OS voice where it is not available), natural
+    /// (Kokoro, offline), piper (the quick natural voice, Piper's Joe: offline, English,
     /// seven to ten times Kokoro's speed), system (the OS voice), deepgram, openai.
-    #[arg(long, default_value = "natural")]
+    #[arg(long, default_value = "hibari")]
     tts: TtsKind,
     /// The whisper model file (default: the manifest's speech model in the models directory).
     #[arg(long, env = "HARK_WHISPER_MODEL")]
@@ -136,6 +138,11 @@ async fn ensure_speech_model(profile: &Profile) -> Result<()> {
     if effect.kind == TtsKind::Piper {
         for spec in profile.piper_specs(&manifest)? {
             crate::models::ensure(spec, "the quick natural voice runs offline").await?;
+        }
+    }
+    if effect.kind == TtsKind::Hibari {
+        for spec in profile.hibari_specs(&manifest)? {
+            crate::models::ensure(spec, "the quick Heart voice runs offline").await?;
         }
     }
     Ok(())

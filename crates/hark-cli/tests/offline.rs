@@ -152,73 +152,57 @@ fn a_german_spoken_turn_runs_offline_with_the_multilingual_speech_model() {
 #[test]
 #[ignore = "needs the offline models (scripts/test.sh fetches them)"]
 fn with_no_keys_the_natural_voice_speaks_the_offline_reply() {
-    let dir = tempfile::tempdir().unwrap();
-    let hark = hark_without_keys(&dir.path().join("hark.db"));
-    let (u1, out) = (dir.path().join("u1.wav"), dir.path().join("out"));
-    espeak_wav("What is the capital of France?", &u1);
-    let args = [
-        "--tts",
-        "natural",
-        "--voice",
-        "af_heart",
-        "--temperature",
-        "0",
-        "--max-tokens",
-        "40",
-    ];
-    let events = common::talk(hark, &args, &[&u1], &out, None);
-    let replies = common::of_type(&events, "turn_finished", "reply");
-    assert_eq!(replies.len(), 1, "{events:?}");
-    assert!(replies[0].contains("Paris"), "{replies:?}");
-
     // Kokoro speaks at 24 kHz (the OS voice at 22.05 kHz): the file says which voice spoke.
-    let wav = std::fs::read(out.join("turn-1.wav")).unwrap();
-    assert_eq!(u32::from_le_bytes([wav[24], wav[25], wav[26], wav[27]]), 24_000);
-    let check = hark_without_keys(&dir.path().join("check.db"));
-    let args = ["--temperature", "0", "--max-tokens", "4"];
-    let heard = common::talk(check, &args, &[&out.join("turn-1.wav")], &dir.path().join("out2"), None);
-    let heard = common::of_type(&heard, "transcript_final", "text").join(" ");
-    assert!(heard.contains("Paris"), "whisper heard {heard:?} for {:?}", replies[0]);
+    a_voice_speaks_the_offline_reply(
+        &["--tts", "natural", "--voice", "af_heart"],
+        "natural voice loaded",
+        24_000,
+    );
 }
 
 /// The quick natural voice offline (issue 20): with `--tts piper` Piper's Joe speaks the
 /// reply (its model fetched from the manifest, the log says it loaded; no fallback to the
-/// OS voice is announced), and whisper reads the spoken reply back.
+/// OS voice is announced), and whisper reads the spoken reply back. Piper's Joe speaks at
+/// 22.05 kHz.
 #[test]
 #[ignore = "needs the offline models (scripts/test.sh fetches them)"]
 fn with_no_keys_the_quick_natural_voice_speaks_the_offline_reply() {
+    a_voice_speaks_the_offline_reply(&["--tts", "piper"], "quick natural voice loaded", 22_050);
+}
+
+/// The default voice offline (issue 20): with no `--tts` the quick Heart voice (Hibari)
+/// speaks the reply, as in the app, at 24 kHz; the same checks.
+#[test]
+#[ignore = "needs the offline models (scripts/test.sh fetches them)"]
+fn with_no_keys_the_quick_heart_voice_speaks_the_offline_reply_by_default() {
+    a_voice_speaks_the_offline_reply(&[], "quick Heart voice loaded", 24_000);
+}
+
+fn a_voice_speaks_the_offline_reply(tts: &[&str], loaded: &str, rate: u32) {
     let dir = tempfile::tempdir().unwrap();
     let mut hark = hark_without_keys(&dir.path().join("hark.db"));
     let (u1, out) = (dir.path().join("u1.wav"), dir.path().join("out"));
     espeak_wav("What is the capital of France?", &u1);
     hark.env("HARK_LOG", "hark_core=info");
-    hark.args([
-        "talk",
-        "--json",
-        "--tts",
-        "piper",
-        "--temperature",
-        "0",
-        "--max-tokens",
-        "40",
-    ])
-    .arg("--wav")
-    .arg(&u1)
-    .arg("--out")
-    .arg(&out);
+    hark.args(["talk", "--json"])
+        .args(tts)
+        .args(["--temperature", "0", "--max-tokens", "40"])
+        .arg("--wav")
+        .arg(&u1)
+        .arg("--out")
+        .arg(&out);
     let o = hark.output().unwrap();
     let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     assert!(o.status.success(), "{stderr}\n{stdout}");
-    assert!(stderr.contains("quick natural voice loaded"), "{stderr}");
+    assert!(stderr.contains(loaded), "{stderr}");
     assert!(!stderr.contains("system voice"), "no fallback: {stderr}");
     let events: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let replies = common::of_type(&events, "turn_finished", "reply");
     assert_eq!(replies.len(), 1, "{events:?}");
     assert!(replies[0].contains("Paris"), "{replies:?}");
 
-    // Piper's Joe speaks at 22.05 kHz.
     let wav = std::fs::read(out.join("turn-1.wav")).unwrap();
-    assert_eq!(u32::from_le_bytes([wav[24], wav[25], wav[26], wav[27]]), 22_050);
+    assert_eq!(u32::from_le_bytes([wav[24], wav[25], wav[26], wav[27]]), rate);
     let check = hark_without_keys(&dir.path().join("check.db"));
     let args = ["--temperature", "0", "--max-tokens", "4"];
     let heard = common::talk(check, &args, &[&out.join("turn-1.wav")], &dir.path().join("out2"), None);

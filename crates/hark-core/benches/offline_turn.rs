@@ -40,7 +40,7 @@
 //! key comes up; `HARK_BENCH_VERBOSE` prints each turn's figures, transcript and reply on
 //! stderr; `HARK_BENCH_LLM` picks the chat model (a manifest id; default: the default
 //! one); `HARK_BENCH_PIPELINES` (default
-//! `overlapped,overlapped/natural,moonshine,moonshine/natural,moonshine/piper`) picks the
+//! `overlapped,overlapped/natural,moonshine,moonshine/natural,moonshine/hibari,moonshine/piper`) picks the
 //! pipelines, each with a voice after `/` (`system` when none is named; a name followed by
 //! `+recall` has long-term recall on, over a memory of earlier sessions searched by meaning,
 //! as the app has by default); `HARK_BENCH_CLIPS` (default `espeak,asterisk,beckett`) the
@@ -73,6 +73,7 @@ use hark_core::stt::wer::WordErrors;
 use hark_core::stt::whisper::WhisperStt;
 use hark_core::stt::Transcriber;
 use hark_core::testing::ScriptedModel;
+use hark_core::tts::hibari::HibariVoice;
 use hark_core::tts::natural::NaturalVoice;
 use hark_core::tts::piper::PiperVoice;
 use hark_core::tts::system::SystemVoice;
@@ -159,7 +160,8 @@ struct Config {
     name: &'static str,
     engine: Engine,
     pipeline: Pipeline,
-    /// `system`, `natural` (Kokoro) or `piper` (the quick natural voice).
+    /// `system`, `natural` (Kokoro), `hibari` (the quick Heart voice) or `piper` (the quick
+    /// natural voice).
     voice: &'static str,
     /// Long-term recall on (rule 12), over a memory of earlier sessions ([`MEMORY`]):
     /// `+recall` after the pipeline's name.
@@ -175,7 +177,9 @@ impl Config {
 
 fn configs() -> Vec<Config> {
     std::env::var("HARK_BENCH_PIPELINES")
-        .unwrap_or_else(|_| "overlapped,overlapped/natural,moonshine,moonshine/natural,moonshine/piper".into())
+        .unwrap_or_else(|_| {
+            "overlapped,overlapped/natural,moonshine,moonshine/natural,moonshine/hibari,moonshine/piper".into()
+        })
         .split(',')
         .map(|p| {
             let p = p.trim();
@@ -196,7 +200,8 @@ fn configs() -> Vec<Config> {
                 "system" => "system",
                 "natural" => "natural",
                 "piper" => "piper",
-                other => panic!("HARK_BENCH_PIPELINES: unknown voice {other:?} (system, natural, piper)"),
+                "hibari" => "hibari",
+                other => panic!("HARK_BENCH_PIPELINES: unknown voice {other:?} (system, natural, hibari, piper)"),
             };
             Config {
                 name,
@@ -636,6 +641,10 @@ fn main() {
         if wants_piper {
             specs.extend(profile.piper_specs(&manifest).expect("the quick natural voice in the manifest"));
         }
+        let wants_hibari = configs.iter().any(|c| c.voice == "hibari");
+        if wants_hibari {
+            specs.extend(profile.hibari_specs(&manifest).expect("the quick Heart voice in the manifest"));
+        }
         if wants_moonshine {
             specs.extend(profile.moonshine_specs(&manifest).expect("Moonshine in the manifest"));
         }
@@ -699,6 +708,10 @@ fn main() {
             let files = profile.piper_files(&manifest, &models).expect("its files");
             Arc::new(PiperVoice::new(files).expect("Piper")) as Arc<dyn Synthesizer>
         });
+        let hibari: Option<Arc<dyn Synthesizer>> = wants_hibari.then(|| {
+            let files = profile.hibari_files(&manifest, &models).expect("its files");
+            Arc::new(HibariVoice::new(files).expect("Hibari")) as Arc<dyn Synthesizer>
+        });
         let voice_for = |c: &Config| {
             let engine: Arc<dyn Transcriber> = match (c.engine, &moonshine_stt) {
                 (Engine::Moonshine, Some(m)) => Arc::new(m.clone()),
@@ -707,10 +720,11 @@ fn main() {
             };
             Voice {
                 stt: engine,
-                tts: match (c.voice, &piper) {
-                    ("natural", _) => natural.clone(),
-                    ("piper", Some(p)) => p.clone(),
-                    ("piper", None) => unreachable!("loaded when a pipeline uses it"),
+                tts: match (c.voice, &piper, &hibari) {
+                    ("natural", _, _) => natural.clone(),
+                    ("piper", Some(p), _) => p.clone(),
+                    ("hibari", _, Some(h)) => h.clone(),
+                    ("piper" | "hibari", _, _) => unreachable!("loaded when a pipeline uses it"),
                     _ => system.clone(),
                 },
                 out: Arc::new(ClockOut::new()),
@@ -733,7 +747,12 @@ fn main() {
             "A spider has eight legs.",
         ];
         let mut rtf = Vec::new();
-        let voices = [("system", Some(&system)), ("natural", Some(&natural)), ("piper", piper.as_ref())];
+        let voices = [
+            ("system", Some(&system)),
+            ("natural", Some(&natural)),
+            ("piper", piper.as_ref()),
+            ("hibari", hibari.as_ref()),
+        ];
         for (name, tts) in voices.into_iter().filter_map(|(n, t)| t.map(|t| (n, t))) {
             let (mut compute, mut audio) = (0.0, 0.0);
             for s in sentences {
@@ -759,7 +778,7 @@ fn main() {
             count(Source::Human)
         );
         println!(
-            "whisper {} or {} (live) → {} in hark-llm → the OS voice (espeak-ng), the natural voice (Kokoro) or the quick natural voice (Piper's Joe), {} thread(s); \
+            "whisper {} or {} (live) → {} in hark-llm → the OS voice (espeak-ng), the natural voice (Kokoro), the quick Heart voice (Hibari) or the quick natural voice (Piper's Joe), {} thread(s); \
              each clip played live, the key released {} ms after its last word\n",
             stt.id,
             moonshine::MODEL_ID,
@@ -819,6 +838,7 @@ fn main() {
             ("system", "system", "OS voice", 400.0, 600.0, 0.75),
             ("natural", "natural", "natural voice", 700.0, 900.0, 0.55),
             ("piper", "natural", "quick natural voice against today's natural voice", 700.0, 900.0, 0.55),
+            ("hibari", "natural", "quick Heart voice against today's natural voice", 700.0, 900.0, 0.55),
         ] {
             let (Some(today), Some(new)) = (find("overlapped", today_voice), find("moonshine", voice)) else {
                 continue;

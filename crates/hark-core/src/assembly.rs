@@ -24,6 +24,7 @@ use crate::stt::moonshine::{self, MoonshineFiles, MoonshineStt};
 use crate::stt::openai::OpenAiStt;
 use crate::stt::{SttKind, Transcriber};
 use crate::tools::Toolbox;
+use crate::tts::hibari::{self, HibariFiles, HibariVoice};
 use crate::tts::natural::{self, KokoroFiles, NaturalVoice};
 use crate::tts::piper::{self, PiperFiles, PiperVoice};
 use crate::tts::remote::{DeepgramTts, OpenAiTts};
@@ -125,7 +126,10 @@ impl Default for Profile {
             tools: true,
             stt: SttKind::Moonshine,
             whisper_model: None,
-            tts: TtsKind::Natural,
+            // The quick Heart voice: Kokoro's Heart at about eighty times real time, so the
+            // first sound comes with the reply's first words (issue 20); Kokoro speaks the
+            // other languages.
+            tts: TtsKind::Hibari,
             voice: None,
             deepgram_base_url: None,
             speech_base_url: None,
@@ -330,6 +334,7 @@ impl Profile {
         match voice {
             TtsKind::Natural => want.extend(self.natural_specs(manifest)?.into_iter().cloned()),
             TtsKind::Piper => want.extend(self.piper_specs(manifest)?.into_iter().cloned()),
+            TtsKind::Hibari => want.extend(self.hibari_specs(manifest)?.into_iter().cloned()),
             _ => {}
         }
         // Recall finds meaning with the embedding model, where the manifest pins it (a
@@ -419,9 +424,15 @@ impl Profile {
             kind: TtsKind::System,
             fallback: Some(why),
         };
+        if self.kokoro_speaks_instead() {
+            // Said only where Kokoro cannot speak it either: the Heart voice speaking
+            // another language through Kokoro itself is what its label promises.
+            return self.with_tts(TtsKind::Natural).voice_in_effect(manifest, espeak_ng);
+        }
         let specs = match self.tts {
             TtsKind::Natural => self.natural_specs(manifest),
             TtsKind::Piper => self.piper_specs(manifest),
+            TtsKind::Hibari => self.hibari_specs(manifest),
             _ => {
                 return VoiceInEffect {
                     kind: self.tts,
@@ -439,7 +450,7 @@ impl Profile {
         }
         if let Ok(Some(lang)) = self.language() {
             let speaks = match self.tts {
-                TtsKind::Piper => lang.code == "en",
+                TtsKind::Piper | TtsKind::Hibari => lang.code == "en",
                 _ => nonempty(&self.voice).is_some() || natural::voice_for(Some(lang)).is_some(),
             };
             if !speaks {
@@ -452,6 +463,16 @@ impl Profile {
         }
     }
 
+    /// Whether the quick Heart voice is chosen and the conversation language is set to one
+    /// other than English: Kokoro, whose Heart it was distilled from, speaks it instead.
+    fn kokoro_speaks_instead(&self) -> bool {
+        self.tts == TtsKind::Hibari && matches!(self.language(), Ok(Some(lang)) if lang.code != "en")
+    }
+
+    fn with_tts(&self, tts: TtsKind) -> Profile {
+        Profile { tts, ..self.clone() }
+    }
+
     /// The voice engine in effect on this computer (see [`Self::voice_in_effect`]).
     pub fn tts_in_effect(&self, manifest: &Manifest) -> TtsKind {
         self.voice_in_effect(manifest, crate::tts::espeak::find().as_deref())
@@ -461,16 +482,30 @@ impl Profile {
     /// The natural voice's model and what it needs (its voices, ONNX Runtime for this
     /// platform), requirements first.
     pub fn natural_specs<'m>(&self, manifest: &'m Manifest) -> Result<Vec<&'m ModelSpec>, ModelError> {
-        let spec = manifest
-            .default_for(ModelKind::Tts)
-            .ok_or_else(|| ModelError::Manifest("the model manifest has no natural voice".into()))?;
-        manifest.with_requirements(&spec.id)
+        manifest.with_requirements(natural::MODEL_ID)
     }
 
     /// The quick natural voice's model and ONNX Runtime for this platform, requirements
     /// first.
     pub fn piper_specs<'m>(&self, manifest: &'m Manifest) -> Result<Vec<&'m ModelSpec>, ModelError> {
         manifest.with_requirements(piper::MODEL_ID)
+    }
+
+    /// The quick Heart voice's model and ONNX Runtime for this platform, requirements first.
+    pub fn hibari_specs<'m>(&self, manifest: &'m Manifest) -> Result<Vec<&'m ModelSpec>, ModelError> {
+        manifest.with_requirements(hibari::MODEL_ID)
+    }
+
+    /// Where the quick Heart voice's files are (whether or not they are there yet).
+    pub fn hibari_files(&self, manifest: &Manifest, store: &ModelStore) -> Result<HibariFiles, ModelError> {
+        let (model, runtime) = onnx_model(
+            manifest,
+            store,
+            hibari::MODEL_ID,
+            ModelKind::Tts,
+            "the quick Heart voice",
+        )?;
+        Ok(HibariFiles { model, runtime })
     }
 
     /// Where the quick natural voice's files are (whether or not they are there yet).
@@ -491,7 +526,7 @@ impl Profile {
         let find = |kind: ModelKind, main: bool| {
             specs
                 .iter()
-                .find(|s| s.kind == kind && s.default == main)
+                .find(|s| s.kind == kind && (s.id == natural::MODEL_ID) == main)
                 .map(|s| store.path(s))
                 .ok_or_else(|| {
                     ModelError::Manifest(format!(
@@ -744,6 +779,27 @@ impl Profile {
                 v.warm_up();
                 Arc::new(v)
             }
+            TtsKind::Hibari if self.kokoro_speaks_instead() => {
+                return self.with_tts(TtsKind::Natural).synthesizer(kc);
+            }
+            TtsKind::Hibari => {
+                let Some(manifest) = self.offline_voice_manifest("hibari")? else {
+                    return Ok(system(None));
+                };
+                let files = self
+                    .hibari_files(&manifest, &ModelStore::default_dir())
+                    .map_err(|e| ProviderError::new("hibari", ErrorKind::LocalEngine, e.to_string()))?;
+                all_there(
+                    "hibari",
+                    "the quick Heart voice",
+                    hibari::MODEL_ID,
+                    &[&files.model, &files.runtime],
+                )?;
+                let v = HibariVoice::new(files)?;
+                v.set_unload_after(self.unload_after());
+                v.warm_up();
+                Arc::new(v)
+            }
             TtsKind::Deepgram => Arc::new(DeepgramTts::new(
                 self.deepgram(kc),
                 voice.unwrap_or_else(|| language::deepgram_voice(lang).unwrap_or(DEEPGRAM_TTS_VOICE).into()),
@@ -809,7 +865,10 @@ mod tests {
 
     #[test]
     fn the_natural_voice_falls_back_to_the_os_voice_where_the_manifest_has_none() {
-        let p = Profile::default();
+        let p = Profile {
+            tts: TtsKind::Natural,
+            ..Profile::default()
+        };
         let linux = Manifest::parse(crate::models::MANIFEST_JSON)
             .unwrap()
             .for_platform("linux-x86_64");
@@ -818,7 +877,7 @@ mod tests {
         let kc = Keychain::with_service(format!("hark-assembly-natural-{}", std::process::id()));
         let needed: Vec<String> = Profile {
             llm_provider: LlmChoice::Local,
-            ..Profile::default()
+            ..p.clone()
         }
         .models_needed_for(&kc, &linux, TtsKind::Natural)
         .unwrap()
@@ -894,11 +953,11 @@ mod tests {
                     .all(|s| s.kind != ModelKind::Tts && (s.kind != ModelKind::Runtime || p.moonshine_in_effect(&m))),
                 "{platform}: {needed:?}"
             );
-            // Found: the natural voice, and its files are fetched.
+            // Found: the default voice (the quick Heart voice), and its files are fetched.
             let effect = p.voice_in_effect(&m, espeak());
-            assert_eq!(effect.kind, TtsKind::Natural, "{platform}");
+            assert_eq!(effect.kind, TtsKind::Hibari, "{platform}");
             let needed = p.models_needed_for(&kc, &m, effect.kind).unwrap();
-            assert!(needed.iter().any(|s| s.id == "kokoro-82m"), "{platform}");
+            assert!(needed.iter().any(|s| s.id == hibari::MODEL_ID), "{platform}");
         }
         assert!(crate::tts::espeak::install_hint("macos").contains("brew install espeak-ng"));
     }
@@ -916,10 +975,75 @@ mod tests {
         assert_eq!(effect.kind, TtsKind::System);
         assert!(matches!(effect.fallback, Some(VoiceFallback::NotOnThisComputer(_))));
         let new = m.for_os_version(Some("14.2"));
+        assert_eq!(Profile::default().voice_in_effect(&new, espeak()).kind, TtsKind::Hibari);
+    }
+
+    /// The default voice is the quick Heart voice (issue 20): in English, or with the
+    /// language left to be detected, it speaks and only its files (8 MB) are fetched, not
+    /// Kokoro's 180 MB; in another language Kokoro, whose Heart it is, speaks, with nothing
+    /// to explain (and its files are fetched then).
+    #[test]
+    fn the_default_voice_is_the_quick_heart_voice_and_kokoro_speaks_the_other_languages() {
+        let m = Manifest::parse(crate::models::MANIFEST_JSON)
+            .unwrap()
+            .for_platform("linux-x86_64");
+        let kc = Keychain::with_service(format!("hark-assembly-hibari-{}", std::process::id()));
+        for language in [language::AUTO, "en"] {
+            let p = Profile {
+                language: language.into(),
+                ..Profile::default()
+            };
+            assert_eq!(
+                p.voice_in_effect(&m, espeak()),
+                VoiceInEffect {
+                    kind: TtsKind::Hibari,
+                    fallback: None
+                },
+                "{language}"
+            );
+            let needed: Vec<String> = p
+                .models_needed_for(&kc, &m, TtsKind::Hibari)
+                .unwrap()
+                .into_iter()
+                .map(|s| s.id)
+                .collect();
+            assert!(needed.contains(&hibari::MODEL_ID.to_string()), "{needed:?}");
+            assert!(needed.contains(&"onnxruntime".to_string()), "{needed:?}");
+            assert!(!needed.iter().any(|id| id.starts_with("kokoro")), "{needed:?}");
+        }
+        let files = Profile::default()
+            .hibari_files(&m, &ModelStore::new(PathBuf::from("/models")))
+            .unwrap();
+        assert!(files.model.ends_with("hibari-heart.onnx"), "{files:?}");
+        let spanish = Profile {
+            language: "es".into(),
+            ..Profile::default()
+        };
         assert_eq!(
-            Profile::default().voice_in_effect(&new, espeak()).kind,
-            TtsKind::Natural
+            spanish.voice_in_effect(&m, espeak()),
+            VoiceInEffect {
+                kind: TtsKind::Natural,
+                fallback: None
+            }
         );
+        assert!(spanish
+            .models_needed_for(&kc, &m, TtsKind::Natural)
+            .unwrap()
+            .iter()
+            .any(|s| s.id == natural::MODEL_ID));
+        // Where Kokoro has no voice for the language either, the OS voice, and why.
+        let german = Profile {
+            language: "de".into(),
+            ..Profile::default()
+        };
+        let effect = german.voice_in_effect(&m, espeak());
+        assert_eq!(effect.kind, TtsKind::System);
+        assert_eq!(effect.fallback, Some(VoiceFallback::Language("German")));
+        // And without espeak-ng, which makes its phonemes too, the OS voice, and why.
+        assert!(matches!(
+            Profile::default().voice_in_effect(&m, None).fallback,
+            Some(VoiceFallback::NoEspeakNg(_))
+        ));
     }
 
     #[test]
@@ -1031,8 +1155,8 @@ mod tests {
         assert_eq!(p.max_tokens, DEFAULT_REPLY_BUDGET, "absent fields take their defaults");
         assert_eq!(
             Profile::default().tts,
-            TtsKind::Natural,
-            "the natural voice is the default"
+            TtsKind::Hibari,
+            "the quick Heart voice is the default"
         );
         assert!(serde_json::from_str::<Profile>(r#"{"stt": "carrier-pigeon"}"#).is_err());
     }

@@ -198,10 +198,12 @@ pub fn choices() -> Choices {
         ready: store.is_ready(m),
         default: m.default,
     };
-    // The natural voice's files count when it is in effect for the default settings.
-    let natural = hark_core::assembly::Profile::default();
-    let voice_files = match natural.tts_in_effect(&manifest) {
-        TtsKind::Natural => natural.natural_specs(&manifest).unwrap_or_default(),
+    // The offline voice's files count when it is in effect for the default settings.
+    let default = hark_core::assembly::Profile::default();
+    let voice_files = match default.tts_in_effect(&manifest) {
+        TtsKind::Natural => default.natural_specs(&manifest).unwrap_or_default(),
+        TtsKind::Hibari => default.hibari_specs(&manifest).unwrap_or_default(),
+        TtsKind::Piper => default.piper_specs(&manifest).unwrap_or_default(),
         _ => Vec::new(),
     };
     Choices {
@@ -234,6 +236,10 @@ pub fn choices() -> Choices {
             choice(SttKind::OpenAi, "OpenAI"),
         ],
         tts: vec![
+            choice(
+                TtsKind::Hibari,
+                "Quick Heart voice (offline, English; Kokoro's Heart distilled)",
+            ),
             choice(TtsKind::Natural, "Natural voice (offline)"),
             choice(TtsKind::Piper, "Quick natural voice (offline, English; Piper)"),
             choice(TtsKind::System, "System voice (offline)"),

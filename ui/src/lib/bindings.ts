@@ -1462,6 +1462,10 @@ export type TtsKind =
  */
 "piper" | 
 /**
+ * The quick Heart voice (Hibari: Kokoro's Heart distilled; offline, English).
+ */
+"hibari" | 
+/**
  * Deepgram Aura-2.
  */
 "deepgram" | 

@@ -259,7 +259,7 @@ fn the_builtin_manifest_pins_every_part_and_has_defaults() {
     assert_eq!(m.default_for(ModelKind::Llm).unwrap().id, "qwen2.5-coder-1.5b");
     assert_eq!(m.default_for(ModelKind::Stt).unwrap().file, "ggml-tiny.en.bin");
     assert_eq!(m.find("qwen2.5-coder-1.5b").unwrap().parts.len(), 22);
-    assert_eq!(m.default_for(ModelKind::Tts).unwrap().id, "kokoro-82m");
+    assert_eq!(m.default_for(ModelKind::Tts).unwrap().id, "hibari-heart");
     let e = m.find("gpt-5").unwrap_err().to_string();
     assert!(e.contains("no model \"gpt-5\"") && e.contains("smollm2-135m"), "{e}");
 }

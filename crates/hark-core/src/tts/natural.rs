@@ -28,6 +28,9 @@ use crate::provider::{ErrorKind, ProviderError};
 
 const PROVIDER: &str = "natural";
 
+/// The manifest's id of the model.
+pub const MODEL_ID: &str = "kokoro-82m";
+
 /// Kokoro's output rate.
 pub const SAMPLE_RATE: u32 = 24_000;
 
@@ -387,13 +390,22 @@ fn english_fixups(ipa: &str, american: bool) -> String {
     s
 }
 
-/// Runs espeak-ng over word runs, one run per line; returns one IPA string per run.
-async fn espeak_ipa(provider: &'static str, runs: &[&str], voice: &str) -> Result<Vec<String>, ProviderError> {
+/// Runs espeak-ng over word runs, one run per line, with `extra` arguments; returns one IPA
+/// string per run.
+async fn espeak_ipa(
+    provider: &'static str,
+    runs: &[&str],
+    voice: &str,
+    extra: &[&str],
+) -> Result<Vec<String>, ProviderError> {
     let input: String = runs
         .iter()
         .map(|r| format!("{}\n", r.replace(['\n', '\r'], " ")))
         .collect();
-    let out = super::espeak::run(provider, &["-q", "-b", "1", "--ipa", "-v", voice], input.as_bytes()).await?;
+    let mut args = vec!["-q", "-b", "1", "--ipa"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["-v", voice]);
+    let out = super::espeak::run(provider, &args, input.as_bytes()).await?;
     Ok(String::from_utf8_lossy(&out)
         .lines()
         .map(|l| l.trim().to_string())
@@ -415,6 +427,17 @@ pub async fn phonemize(text: &str, voice: &VoiceInfo) -> Result<String, Provider
 /// (espeak-ng drops it), for the espeak voice `espeak`; errors are `provider`'s. Kokoro's
 /// and Piper's phonemes both start here.
 pub async fn espeak_phonemes(provider: &'static str, text: &str, espeak: &str) -> Result<String, ProviderError> {
+    espeak_phonemes_with(provider, text, espeak, &[]).await
+}
+
+/// [`espeak_phonemes`] with `extra` arguments for espeak-ng (Hibari's: `--tie=^`, so its
+/// diphthongs and affricates can be told from two symbols side by side).
+pub async fn espeak_phonemes_with(
+    provider: &'static str,
+    text: &str,
+    espeak: &str,
+    extra: &[&str],
+) -> Result<String, ProviderError> {
     let pieces = split_punctuation(text);
     let runs: Vec<&str> = pieces
         .iter()
@@ -426,14 +449,14 @@ pub async fn espeak_phonemes(provider: &'static str, text: &str, espeak: &str) -
     let mut ipa = if runs.is_empty() {
         Vec::new()
     } else {
-        espeak_ipa(provider, &runs, espeak).await?
+        espeak_ipa(provider, &runs, espeak, extra).await?
     };
     if ipa.len() != runs.len() {
         // espeak-ng split a run in two (it ends clauses at more than punctuation now and
         // then): phonemise run by run instead, joining each run's lines.
         ipa.clear();
         for r in &runs {
-            ipa.push(espeak_ipa(provider, &[r], espeak).await?.join(" "));
+            ipa.push(espeak_ipa(provider, &[r], espeak, extra).await?.join(" "));
         }
     }
     let mut ipa = ipa.into_iter();
@@ -526,7 +549,7 @@ impl Kokoro {
     /// Loads the runtime (once per process), the model and the voices; blocking (half a
     /// second on two cores).
     pub fn load(files: &KokoroFiles, threads: usize) -> Result<Self, ProviderError> {
-        crate::onnx::load_runtime(PROVIDER, &files.runtime, "kokoro-82m")?;
+        crate::onnx::load_runtime(PROVIDER, &files.runtime, MODEL_ID)?;
         let bytes = std::fs::read(&files.voices)
             .map_err(|e| err(ErrorKind::LocalEngine, format!("{}: {e}", files.voices.display())))?;
         if bytes.is_empty() || bytes.len() % VOICE_BYTES != 0 || bytes.len() / VOICE_BYTES != VOICES.len() {
