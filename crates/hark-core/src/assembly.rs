@@ -24,9 +24,10 @@ use crate::stt::moonshine::{self, MoonshineFiles, MoonshineStt};
 use crate::stt::openai::OpenAiStt;
 use crate::stt::{SttKind, Transcriber};
 use crate::tools::Toolbox;
-use crate::tts::hibari::{self, HibariFiles, HibariVoice};
+use crate::tts::hibari::{self, Hibari, HibariFiles};
 use crate::tts::natural::{self, KokoroFiles, NaturalVoice};
-use crate::tts::piper::{self, PiperFiles, PiperVoice};
+use crate::tts::piper::{self, Piper, PiperFiles};
+use crate::tts::quick::{PhonemeModel, QuickVoice, VoiceFiles};
 use crate::tts::remote::{DeepgramTts, OpenAiTts};
 use crate::tts::system::SystemVoice;
 use crate::tts::{Synthesizer, TtsKind};
@@ -761,45 +762,21 @@ impl Profile {
                 v.warm_up();
                 Arc::new(v)
             }
-            TtsKind::Piper => {
-                let Some(manifest) = self.offline_voice_manifest("piper")? else {
-                    return Ok(system(None));
-                };
-                let files = self
-                    .piper_files(&manifest, &ModelStore::default_dir())
-                    .map_err(|e| ProviderError::new("piper", ErrorKind::LocalEngine, e.to_string()))?;
-                all_there(
-                    "piper",
-                    "the quick natural voice",
-                    piper::MODEL_ID,
-                    &[&files.model, &files.runtime],
-                )?;
-                let v = PiperVoice::new(files)?;
-                v.set_unload_after(self.unload_after());
-                v.warm_up();
-                Arc::new(v)
-            }
+            TtsKind::Piper => match self.offline_voice_manifest("piper")? {
+                None => system(None),
+                Some(m) => {
+                    self.quick_voice::<Piper>(self.piper_files(&m, &ModelStore::default_dir()), piper::MODEL_ID)?
+                }
+            },
             TtsKind::Hibari if self.kokoro_speaks_instead() => {
                 return self.with_tts(TtsKind::Natural).synthesizer(kc);
             }
-            TtsKind::Hibari => {
-                let Some(manifest) = self.offline_voice_manifest("hibari")? else {
-                    return Ok(system(None));
-                };
-                let files = self
-                    .hibari_files(&manifest, &ModelStore::default_dir())
-                    .map_err(|e| ProviderError::new("hibari", ErrorKind::LocalEngine, e.to_string()))?;
-                all_there(
-                    "hibari",
-                    "the quick Heart voice",
-                    hibari::MODEL_ID,
-                    &[&files.model, &files.runtime],
-                )?;
-                let v = HibariVoice::new(files)?;
-                v.set_unload_after(self.unload_after());
-                v.warm_up();
-                Arc::new(v)
-            }
+            TtsKind::Hibari => match self.offline_voice_manifest("hibari")? {
+                None => system(None),
+                Some(m) => {
+                    self.quick_voice::<Hibari>(self.hibari_files(&m, &ModelStore::default_dir()), hibari::MODEL_ID)?
+                }
+            },
             TtsKind::Deepgram => Arc::new(DeepgramTts::new(
                 self.deepgram(kc),
                 voice.unwrap_or_else(|| language::deepgram_voice(lang).unwrap_or(DEEPGRAM_TTS_VOICE).into()),
@@ -809,6 +786,28 @@ impl Profile {
                 voice.unwrap_or_else(|| OPENAI_TTS_VOICE.into()),
             )?),
         })
+    }
+}
+
+impl Profile {
+    /// A quick voice (`M`: Piper's Joe or the quick Heart voice) from its files, which must
+    /// be in place (the manifest's `id` fetches them), loading in the background.
+    fn quick_voice<M: PhonemeModel>(
+        &self,
+        files: Result<VoiceFiles, ModelError>,
+        id: &str,
+    ) -> Result<Arc<dyn Synthesizer>, ProviderError> {
+        let files = files.map_err(|e| ProviderError::new(M::PROVIDER, ErrorKind::LocalEngine, e.to_string()))?;
+        all_there(
+            M::PROVIDER,
+            &format!("the {}", M::WHAT),
+            id,
+            &[&files.model, &files.runtime],
+        )?;
+        let v = QuickVoice::<M>::new(files)?;
+        v.set_unload_after(self.unload_after());
+        v.warm_up();
+        Ok(Arc::new(v))
     }
 }
 

@@ -22,17 +22,13 @@
 //! with `realfft` (already built for the end-of-turn model's features), because no crate
 //! does this model's signal chain.
 
-use std::path::PathBuf;
 use std::sync::Mutex;
 
-use async_trait::async_trait;
 use realfft::num_complex::Complex32;
 use realfft::RealFftPlanner;
-use tokio::sync::mpsc;
 
-use super::natural::{chunk_phonemes, espeak_phonemes_with, tokenize, trim_silence};
-use super::{AudioChunk, Synthesizer};
-use crate::idle::IdleSlot;
+use super::natural::{espeak_phonemes_with, tokenize, trim_silence};
+use super::quick::{PhonemeModel, QuickVoice, VoiceFiles};
 use crate::provider::{ErrorKind, ProviderError};
 
 const PROVIDER: &str = "hibari";
@@ -257,20 +253,23 @@ pub fn synthesize(s: &Spectra<'_>, rng: &mut impl rand::Rng) -> Vec<f32> {
 }
 
 /// Where the voice's two files are.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HibariFiles {
-    pub model: PathBuf,
-    pub runtime: PathBuf,
-}
+pub type HibariFiles = VoiceFiles;
+
+/// The quick Heart voice as a [`super::Synthesizer`].
+pub type HibariVoice = QuickVoice<Hibari>;
 
 /// The loaded model.
 pub struct Hibari {
     session: Mutex<ort::session::Session>,
 }
 
-impl Hibari {
-    /// Loads the runtime (once per process) and the model; blocking.
-    pub fn load(files: &HibariFiles, threads: usize) -> Result<Self, ProviderError> {
+impl PhonemeModel for Hibari {
+    const PROVIDER: &'static str = PROVIDER;
+    const WHAT: &'static str = "quick Heart voice";
+    const SAMPLE_RATE: u32 = SAMPLE_RATE;
+    const MAX_PHONEMES: usize = MAX_PHONEMES;
+
+    fn load(files: &VoiceFiles, threads: usize) -> Result<Self, ProviderError> {
         crate::onnx::load_runtime(PROVIDER, &files.runtime, MODEL_ID)?;
         if !files.model.exists() {
             return Err(err(
@@ -287,9 +286,15 @@ impl Hibari {
         })
     }
 
-    /// Renders misaki phonemes (at most [`MAX_PHONEMES`]); blocking. Silence around the
-    /// speech is cut, as for Kokoro (the voice turn joins pieces and adds its own pauses).
-    pub fn render(&self, phonemes: &str) -> Result<Vec<f32>, ProviderError> {
+    /// espeak-ng's phonemes with its tie marks, in misaki's symbols.
+    async fn phonemes(text: &str) -> Result<String, ProviderError> {
+        let ipa = espeak_phonemes_with(PROVIDER, text, ESPEAK_VOICE, &["--tie=^"]).await?;
+        Ok(misaki_from_espeak(&ipa))
+    }
+
+    /// Silence around the speech is cut, as for Kokoro (the voice turn joins pieces and
+    /// adds its own pauses).
+    fn render(&self, phonemes: &str) -> Result<Vec<f32>, ProviderError> {
         let tokens = tokenize(phonemes);
         if tokens.is_empty() {
             return Ok(Vec::new());
@@ -337,93 +342,6 @@ impl Hibari {
         }
         let audio = synthesize(&spectra, &mut rand::rng());
         Ok(trim_silence(&audio, SAMPLE_RATE).to_vec())
-    }
-}
-
-/// The quick Heart voice as a [`Synthesizer`]: loaded in the background when asked
-/// ([`HibariVoice::warm_up`]) or at first use, freed after
-/// [`HibariVoice::set_unload_after`] unused.
-pub struct HibariVoice {
-    files: HibariFiles,
-    threads: usize,
-    engine: IdleSlot<Hibari>,
-}
-
-impl HibariVoice {
-    pub fn new(files: HibariFiles) -> Result<Self, ProviderError> {
-        Ok(Self {
-            files,
-            // The same budget as Kokoro's: one thread on a two-core machine, so the chat
-            // model decoding the rest of the reply keeps a core.
-            threads: super::natural::thread_budget(),
-            engine: IdleSlot::new("hibari", None).map_err(|e| err(ErrorKind::LocalEngine, e.to_string()))?,
-        })
-    }
-
-    /// How long the model stays loaded without use; `None` keeps it while the voice lives.
-    pub fn set_unload_after(&self, after: Option<std::time::Duration>) {
-        self.engine.set_unload_after(after);
-    }
-
-    /// Whether the model is in memory now.
-    pub fn is_loaded(&self) -> bool {
-        self.engine.is_loaded()
-    }
-
-    /// Starts loading the model on a background thread.
-    pub fn warm_up(&self) {
-        let (files, threads) = (self.files.clone(), self.threads);
-        self.engine
-            .load_in_background("hark-hibari-load", "quick Heart voice", move || load(&files, threads));
-    }
-
-    /// Renders a whole text to samples at [`SAMPLE_RATE`].
-    pub async fn render(&self, text: &str) -> Result<Vec<f32>, ProviderError> {
-        let ipa = espeak_phonemes_with(PROVIDER, text, ESPEAK_VOICE, &["--tie=^"]).await?;
-        let phonemes = misaki_from_espeak(&ipa);
-        if !phonemes.chars().any(char::is_alphabetic) {
-            return Ok(Vec::new()); // punctuation alone says nothing
-        }
-        let (engine, files, threads) = (self.engine.clone(), self.files.clone(), self.threads);
-        tokio::task::spawn_blocking(move || {
-            engine.use_with(
-                || load(&files, threads),
-                |hibari| {
-                    let mut audio = Vec::new();
-                    for piece in chunk_phonemes(&phonemes, MAX_PHONEMES) {
-                        audio.extend(hibari.render(&piece)?);
-                    }
-                    Ok(audio)
-                },
-            )
-        })
-        .await
-        .map_err(|e| err(ErrorKind::LocalEngine, format!("the quick Heart voice stopped: {e}")))?
-    }
-}
-
-fn load(files: &HibariFiles, threads: usize) -> Result<Hibari, ProviderError> {
-    let started = std::time::Instant::now();
-    let h = Hibari::load(files, threads)?;
-    tracing::info!(
-        "quick Heart voice loaded in {:?} ({threads} thread(s))",
-        started.elapsed()
-    );
-    Ok(h)
-}
-
-#[async_trait]
-impl Synthesizer for HibariVoice {
-    fn name(&self) -> &'static str {
-        PROVIDER
-    }
-
-    /// Up to a second ahead of playback, as a cloud voice: a piece renders in about an
-    /// eightieth of its length, so there is no gap to hide.
-    async fn synthesize(&self, text: &str, out: &mpsc::UnboundedSender<AudioChunk>) -> Result<(), ProviderError> {
-        let samples = self.render(text).await?;
-        super::send_in_pieces(&samples, SAMPLE_RATE, out);
-        Ok(())
     }
 }
 

@@ -11,6 +11,8 @@
 //!   as the reply's first words.
 //! - `piper`: the quick natural voice, a Piper voice through ONNX Runtime: seven to ten times
 //!   faster than Kokoro on a small machine, so its first sound comes sooner.
+//! - `quick`: what the quick voices share: a model from phonemes to audio, loaded in the
+//!   background, freed when unused, rendered piece by piece off the runtime's threads.
 //! - `system`: the operating system's own voice (espeak-ng on Linux, `say` on macOS,
 //!   System.Speech on Windows), rendered to audio so Hark's playback, barge-in and heard-text
 //!   tracking work the same for every voice.
@@ -19,6 +21,7 @@ pub mod espeak;
 pub mod hibari;
 pub mod natural;
 pub mod piper;
+pub mod quick;
 pub mod remote;
 pub mod system;
 

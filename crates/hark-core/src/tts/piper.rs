@@ -15,15 +15,10 @@
 //! here: every Piper voice phonemised by espeak shares the table, and a second download of
 //! the 58 MB wheel for a 5 KB file would buy nothing.
 
-use std::path::PathBuf;
 use std::sync::Mutex;
 
-use async_trait::async_trait;
-use tokio::sync::mpsc;
-
-use super::natural::{chunk_phonemes, trim_silence};
-use super::{AudioChunk, Synthesizer};
-use crate::idle::IdleSlot;
+use super::natural::trim_silence;
+use super::quick::{PhonemeModel, QuickVoice, VoiceFiles};
 use crate::provider::{ErrorKind, ProviderError};
 
 const PROVIDER: &str = "piper";
@@ -75,20 +70,23 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// Where the voice's two files are.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PiperFiles {
-    pub model: PathBuf,
-    pub runtime: PathBuf,
-}
+pub type PiperFiles = VoiceFiles;
+
+/// The quick natural voice as a [`super::Synthesizer`].
+pub type PiperVoice = QuickVoice<Piper>;
 
 /// The loaded model.
 pub struct Piper {
     session: Mutex<ort::session::Session>,
 }
 
-impl Piper {
-    /// Loads the runtime (once per process) and the model; blocking.
-    pub fn load(files: &PiperFiles, threads: usize) -> Result<Self, ProviderError> {
+impl PhonemeModel for Piper {
+    const PROVIDER: &'static str = PROVIDER;
+    const WHAT: &'static str = "quick natural voice";
+    const SAMPLE_RATE: u32 = SAMPLE_RATE;
+    const MAX_PHONEMES: usize = MAX_PHONEMES;
+
+    fn load(files: &VoiceFiles, threads: usize) -> Result<Self, ProviderError> {
         crate::onnx::load_runtime(PROVIDER, &files.runtime, MODEL_ID)?;
         if !files.model.exists() {
             return Err(err(
@@ -105,9 +103,13 @@ impl Piper {
         })
     }
 
-    /// Renders phonemes (at most [`MAX_PHONEMES`]); blocking. Silence around the speech is
-    /// cut, as for Kokoro (the voice turn joins pieces and adds its own pauses).
-    pub fn render(&self, phonemes: &str) -> Result<Vec<f32>, ProviderError> {
+    async fn phonemes(text: &str) -> Result<String, ProviderError> {
+        super::natural::espeak_phonemes(PROVIDER, text, ESPEAK_VOICE).await
+    }
+
+    /// Silence around the speech is cut, as for Kokoro (the voice turn joins pieces and
+    /// adds its own pauses).
+    fn render(&self, phonemes: &str) -> Result<Vec<f32>, ProviderError> {
         let ids = phoneme_ids(phonemes);
         if ids.len() <= 3 {
             return Ok(Vec::new());
@@ -123,92 +125,6 @@ impl Piper {
         let outputs = session.run(inputs).map_err(run_err)?;
         let (_, audio) = outputs[0].try_extract_tensor::<f32>().map_err(run_err)?;
         Ok(trim_silence(audio, SAMPLE_RATE).to_vec())
-    }
-}
-
-/// The quick natural voice as a [`Synthesizer`]: loaded in the background when asked
-/// ([`PiperVoice::warm_up`]) or at first use, freed after
-/// [`PiperVoice::set_unload_after`] unused.
-pub struct PiperVoice {
-    files: PiperFiles,
-    threads: usize,
-    engine: IdleSlot<Piper>,
-}
-
-impl PiperVoice {
-    pub fn new(files: PiperFiles) -> Result<Self, ProviderError> {
-        Ok(Self {
-            files,
-            // The same budget as Kokoro's: one thread on a two-core machine, so the chat
-            // model decoding the rest of the reply keeps a core.
-            threads: super::natural::thread_budget(),
-            engine: IdleSlot::new("piper", None).map_err(|e| err(ErrorKind::LocalEngine, e.to_string()))?,
-        })
-    }
-
-    /// How long the model stays loaded without use; `None` keeps it while the voice lives.
-    pub fn set_unload_after(&self, after: Option<std::time::Duration>) {
-        self.engine.set_unload_after(after);
-    }
-
-    /// Whether the model is in memory now.
-    pub fn is_loaded(&self) -> bool {
-        self.engine.is_loaded()
-    }
-
-    /// Starts loading the model on a background thread.
-    pub fn warm_up(&self) {
-        let (files, threads) = (self.files.clone(), self.threads);
-        self.engine
-            .load_in_background("hark-piper-load", "quick natural voice", move || load(&files, threads));
-    }
-
-    /// Renders a whole text to samples at [`SAMPLE_RATE`].
-    pub async fn render(&self, text: &str) -> Result<Vec<f32>, ProviderError> {
-        let phonemes = super::natural::espeak_phonemes(PROVIDER, text, ESPEAK_VOICE).await?;
-        if !phonemes.chars().any(char::is_alphabetic) {
-            return Ok(Vec::new()); // punctuation alone says nothing
-        }
-        let (engine, files, threads) = (self.engine.clone(), self.files.clone(), self.threads);
-        tokio::task::spawn_blocking(move || {
-            engine.use_with(
-                || load(&files, threads),
-                |piper| {
-                    let mut audio = Vec::new();
-                    for piece in chunk_phonemes(&phonemes, MAX_PHONEMES) {
-                        audio.extend(piper.render(&piece)?);
-                    }
-                    Ok(audio)
-                },
-            )
-        })
-        .await
-        .map_err(|e| err(ErrorKind::LocalEngine, format!("the quick natural voice stopped: {e}")))?
-    }
-}
-
-fn load(files: &PiperFiles, threads: usize) -> Result<Piper, ProviderError> {
-    let started = std::time::Instant::now();
-    let p = Piper::load(files, threads)?;
-    tracing::info!(
-        "quick natural voice loaded in {:?} ({threads} thread(s))",
-        started.elapsed()
-    );
-    Ok(p)
-}
-
-#[async_trait]
-impl Synthesizer for PiperVoice {
-    fn name(&self) -> &'static str {
-        PROVIDER
-    }
-
-    /// Up to a second ahead of playback, as a cloud voice: a piece renders in about a tenth
-    /// of its length, so there is no gap to hide.
-    async fn synthesize(&self, text: &str, out: &mpsc::UnboundedSender<AudioChunk>) -> Result<(), ProviderError> {
-        let samples = self.render(text).await?;
-        super::send_in_pieces(&samples, SAMPLE_RATE, out);
-        Ok(())
     }
 }
 
