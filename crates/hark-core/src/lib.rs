@@ -39,7 +39,8 @@
 //!   user's own from MCP servers (`tools::mcp`), each behind consent (`tools::consent`).
 //! - `dirs`: the config folder the app and the CLI share.
 //! - `tts`: text-to-speech (Deepgram Aura-2, OpenAI, the natural offline voice (Kokoro),
-//!   the operating system's voice).
+//!   the quick offline voices (the quick Heart voice, the default, and Piper's Joe), the
+//!   operating system's voice).
 
 pub mod assembly;
 pub mod audio;

@@ -87,19 +87,8 @@ impl PhonemeModel for Piper {
     const MAX_PHONEMES: usize = MAX_PHONEMES;
 
     fn load(files: &VoiceFiles, threads: usize) -> Result<Self, ProviderError> {
-        crate::onnx::load_runtime(PROVIDER, &files.runtime, MODEL_ID)?;
-        if !files.model.exists() {
-            return Err(err(
-                ErrorKind::LocalEngine,
-                format!(
-                    "the quick natural voice's file {} is not there: fetch it with `hark models fetch {MODEL_ID}`",
-                    files.model.display()
-                ),
-            ));
-        }
-        let session = crate::onnx::session(PROVIDER, &files.model, threads, "the quick natural voice's model")?;
         Ok(Self {
-            session: Mutex::new(session),
+            session: super::quick::session::<Self>(MODEL_ID, files, threads)?,
         })
     }
 

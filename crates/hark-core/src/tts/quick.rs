@@ -6,6 +6,7 @@
 
 use std::future::Future;
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 use async_trait::async_trait;
 use tokio::sync::mpsc;
@@ -109,6 +110,34 @@ impl<M: PhonemeModel> QuickVoice<M> {
             )
         })?
     }
+}
+
+/// Loads ONNX Runtime (once per process) and the model of `M`, the manifest's `id`; an
+/// error that says how to fetch it where its file is not there. Blocking.
+pub(crate) fn session<M: PhonemeModel>(
+    id: &str,
+    files: &VoiceFiles,
+    threads: usize,
+) -> Result<Mutex<ort::session::Session>, ProviderError> {
+    crate::onnx::load_runtime(M::PROVIDER, &files.runtime, id)?;
+    if !files.model.exists() {
+        return Err(ProviderError::new(
+            M::PROVIDER,
+            ErrorKind::LocalEngine,
+            format!(
+                "the {}'s file {} is not there: fetch it with `hark models fetch {id}`",
+                M::WHAT,
+                files.model.display()
+            ),
+        ));
+    }
+    let what = format!("the {}'s model", M::WHAT);
+    Ok(Mutex::new(crate::onnx::session(
+        M::PROVIDER,
+        &files.model,
+        threads,
+        &what,
+    )?))
 }
 
 fn load<M: PhonemeModel>(files: &VoiceFiles, threads: usize) -> Result<M, ProviderError> {
