@@ -57,7 +57,7 @@ pub struct TalkArgs {
     #[arg(long)]
     stt: Option<SttKind>,
     /// Text-to-speech: hibari (the default: the quick Heart voice, Kokoro's Heart distilled,
-    /// offline, about eighty times faster than real time; English, Kokoro for the other
+    /// offline, about twenty-five times faster than real time; English, Kokoro for the other
     /// languages; fetched on first use; the OS voice where it is not available), natural
     /// (Kokoro, offline), piper (the quick natural voice, Piper's Joe: offline, English,
     /// seven to ten times Kokoro's speed), system (the OS voice), deepgram, openai.
@@ -228,12 +228,14 @@ pub async fn run(args: TalkArgs, db: PathBuf) -> Result<ExitCode> {
     ensure_speech_model(&profile).await?;
     let kc = Keychain::default();
     let stt = profile.transcriber(&kc)?;
-    let tts = profile.synthesizer(&kc)?;
     let file_out = args.out.as_ref().map(|_| Arc::new(WavOut::default()));
     let out: Arc<dyn AudioOut> = match &file_out {
         Some(w) => w.clone(),
         None => Arc::new(Speaker::open(args.output_device.as_deref())?),
     };
+    // The voice after the speaker: where nothing can play, no voice starts loading (its
+    // load, cut short by the exit, would add a line after the error's).
+    let tts = profile.synthesizer(&kc)?;
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }

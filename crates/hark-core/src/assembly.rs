@@ -127,7 +127,7 @@ impl Default for Profile {
             tools: true,
             stt: SttKind::Moonshine,
             whisper_model: None,
-            // The quick Heart voice: Kokoro's Heart at about eighty times real time, so the
+            // The quick Heart voice: Kokoro's Heart at about twenty-five times real time, so the
             // first sound comes with the reply's first words (issue 20); Kokoro speaks the
             // other languages.
             tts: TtsKind::Hibari,
@@ -426,8 +426,9 @@ impl Profile {
             fallback: Some(why),
         };
         if self.kokoro_speaks_instead() {
-            // Said only where Kokoro cannot speak it either: the Heart voice speaking
-            // another language through Kokoro itself is what its label promises.
+            // No notice for the hand-over itself (the voice is offered as English, and
+            // Kokoro is the natural voice it came from); one only where Kokoro cannot
+            // speak the language either.
             return self.with_tts(TtsKind::Natural).voice_in_effect(manifest, espeak_ng);
         }
         let specs = match self.tts {
@@ -464,10 +465,13 @@ impl Profile {
         }
     }
 
-    /// Whether the quick Heart voice is chosen and the conversation language is set to one
-    /// other than English: Kokoro, whose Heart it was distilled from, speaks it instead.
+    /// Whether the quick Heart voice is chosen but Kokoro, whose Heart it was distilled
+    /// from, must speak: the conversation language is set to one other than English, or
+    /// another of Kokoro's voices is named (`hark talk --voice af_bella`; Settings clears
+    /// the voice when the engine changes).
     fn kokoro_speaks_instead(&self) -> bool {
-        self.tts == TtsKind::Hibari && matches!(self.language(), Ok(Some(lang)) if lang.code != "en")
+        let other_voice = nonempty(&self.voice).is_some_and(|v| v != natural::DEFAULT_VOICE);
+        self.tts == TtsKind::Hibari && (other_voice || matches!(self.language(), Ok(Some(lang)) if lang.code != "en"))
     }
 
     fn with_tts(&self, tts: TtsKind) -> Profile {
@@ -978,9 +982,9 @@ mod tests {
     }
 
     /// The default voice is the quick Heart voice (issue 20): in English, or with the
-    /// language left to be detected, it speaks and only its files (8 MB) are fetched, not
-    /// Kokoro's 180 MB; in another language Kokoro, whose Heart it is, speaks, with nothing
-    /// to explain (and its files are fetched then).
+    /// language left to be detected, it speaks and only its files are fetched (a 14 MB
+    /// download, not Kokoro's 90 MB); in another language Kokoro, whose Heart it is, speaks,
+    /// with nothing to explain (and its files are fetched then).
     #[test]
     fn the_default_voice_is_the_quick_heart_voice_and_kokoro_speaks_the_other_languages() {
         let m = Manifest::parse(crate::models::MANIFEST_JSON)
@@ -1030,6 +1034,14 @@ mod tests {
             .unwrap()
             .iter()
             .any(|s| s.id == natural::MODEL_ID));
+        // Another of Kokoro's voices named: Kokoro speaks it; the Heart named: the quick one.
+        for (voice, kind) in [("af_bella", TtsKind::Natural), ("af_heart", TtsKind::Hibari)] {
+            let named = Profile {
+                voice: Some(voice.into()),
+                ..Profile::default()
+            };
+            assert_eq!(named.voice_in_effect(&m, espeak()).kind, kind, "{voice}");
+        }
         // Where Kokoro has no voice for the language either, the OS voice, and why.
         let german = Profile {
             language: "de".into(),

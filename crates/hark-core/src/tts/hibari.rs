@@ -3,9 +3,10 @@
 //!
 //! Kokoro (`natural`) renders a piece in 0.8–1.8 s on one core of a small machine, so its
 //! first sound comes seconds after the reply's first words. Hibari was trained on Kokoro's
-//! own output for its Heart voice (the default natural voice) and renders about eighty
-//! times faster than real time on one core: a first clause takes a few milliseconds. It
-//! speaks American English only.
+//! own output for its Heart voice (Kokoro's default) and renders about twenty-five times
+//! faster than real time on one core, espeak-ng's phonemes included: a first clause takes a
+//! few tens of milliseconds. It speaks American English only. It loads, frees and renders as
+//! the other quick voice does ([`super::quick`]).
 //!
 //! Text becomes phonemes with espeak-ng, with its tie marks (`--tie=^`), mapped to the
 //! symbols Kokoro was trained on the way misaki, Kokoro's own phonemiser, maps espeak's for

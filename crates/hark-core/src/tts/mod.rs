@@ -7,7 +7,7 @@
 //! - `natural`: the natural offline voice, Kokoro-82M through ONNX Runtime, its files
 //!   fetched like the other offline models.
 //! - `hibari`: the quick Heart voice, Kokoro's Heart distilled (Hibari) through ONNX Runtime:
-//!   about eighty times faster than real time on one core, so its first sound comes as soon
+//!   about twenty-five times faster than real time on one core, so its first sound comes as soon
 //!   as the reply's first words.
 //! - `piper`: the quick natural voice, a Piper voice through ONNX Runtime: seven to ten times
 //!   faster than Kokoro on a small machine, so its first sound comes sooner.

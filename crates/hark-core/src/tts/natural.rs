@@ -424,8 +424,8 @@ pub async fn phonemize(text: &str, voice: &VoiceInfo) -> Result<String, Provider
 }
 
 /// Text → espeak-ng's IPA with the punctuation kept as written between the runs of words
-/// (espeak-ng drops it), for the espeak voice `espeak`; errors are `provider`'s. Kokoro's
-/// and Piper's phonemes both start here.
+/// (espeak-ng drops it), for the espeak voice `espeak`; errors are `provider`'s. Kokoro's,
+/// Piper's and (tied, [`espeak_phonemes_with`]) the quick Heart voice's phonemes start here.
 pub async fn espeak_phonemes(provider: &'static str, text: &str, espeak: &str) -> Result<String, ProviderError> {
     espeak_phonemes_with(provider, text, espeak, &[]).await
 }
