@@ -11,9 +11,10 @@ use hark_core::models::{Manifest, ModelStore};
 use hark_core::stt::wer::{edit_distance, words};
 use hark_core::stt::whisper::WhisperStt;
 use hark_core::stt::Transcriber;
-use hark_core::tts::hibari::{self, HibariFiles, HibariVoice};
+use hark_core::tts::hibari::{HibariFiles, HibariVoice};
 use hark_core::tts::natural::{KokoroFiles, NaturalVoice, SAMPLE_RATE};
-use hark_core::tts::piper::{self, PiperFiles, PiperVoice};
+use hark_core::tts::piper::{PiperFiles, PiperVoice};
+use hark_core::tts::quick::{PhonemeModel, QuickVoice};
 use hark_core::tts::{AudioChunk, Synthesizer};
 use hark_e2e::whisper_model;
 use tokio::sync::mpsc;
@@ -133,37 +134,14 @@ async fn the_natural_voice_says_a_sentence_that_whisper_reads_back_word_for_word
 #[ignore = "needs scripts/test.sh (models, virtual audio, display, keyring)"]
 async fn the_quick_natural_voice_says_sentences_that_whisper_reads_back() {
     let voice = PiperVoice::new(piper_files()).unwrap();
-    assert!(!voice.is_loaded(), "nothing loads until asked");
-    let whisper = WhisperStt::load(&whisper_model()).unwrap();
-    let _ = speak_at(&voice, "Hello.", piper::SAMPLE_RATE).await;
-    assert!(voice.is_loaded());
-    let (mut wrong, mut said) = (0, 0);
-    for text in [
+    let texts = [
         "The quick brown fox jumps over the lazy dog.",
         "Hello, my name is Sam. Where shall we go today?",
         "A spider has eight legs.",
-    ] {
-        let (audio, took) = speak_at(&voice, text, piper::SAMPLE_RATE).await;
-        let secs = audio.len() as f64 / f64::from(piper::SAMPLE_RATE);
-        assert!((1.0..12.0).contains(&secs), "{secs:.2} s of speech for {text:?}");
-        assert!(rms(&audio) > 0.02, "the speech is audible");
-        let heard = whisper
-            .transcribe(&to_16k_from(&audio, piper::SAMPLE_RATE))
-            .await
-            .unwrap();
-        let errors = edit_distance(&words(text), &words(&heard));
-        println!(
-            "quick natural voice: {secs:.2} s of speech in {took:.2} s (real-time factor {:.2}); {errors} word(s) wrong: {heard:?}",
-            took / secs
-        );
-        wrong += errors;
-        said += words(text).len();
-    }
+    ];
+    let (wrong, said) = words_wrong_heard_back(&voice, &texts).await;
     assert_eq!(said, 24);
     assert!(wrong <= 2, "{wrong} of {said} words wrong (the lines above)");
-    // Nothing to say is no sound and no error.
-    let (audio, _) = speak_at(&voice, " ... ", piper::SAMPLE_RATE).await;
-    assert!(audio.is_empty());
 }
 
 /// The quick Heart voice (Hibari) says what it is given: whisper reads its sentences back,
@@ -177,39 +155,46 @@ async fn the_quick_natural_voice_says_sentences_that_whisper_reads_back() {
 #[ignore = "needs scripts/test.sh (models, virtual audio, display, keyring)"]
 async fn the_quick_heart_voice_says_sentences_that_whisper_reads_back() {
     let voice = HibariVoice::new(hibari_files()).unwrap();
-    assert!(!voice.is_loaded(), "nothing loads until asked");
-    let whisper = WhisperStt::load(&whisper_model()).unwrap();
-    let _ = speak_at(&voice, "Hello.", hibari::SAMPLE_RATE).await;
-    assert!(voice.is_loaded());
-    let (mut wrong, mut said) = (0, 0);
-    for text in [
+    let texts = [
         "The quick brown fox jumps over the lazy dog.",
         "Hello, my name is Sam. How shall we go today?",
         "Remember to water the plants and sew the button back on.",
         "The door has four locks.",
-    ] {
-        let (audio, took) = speak_at(&voice, text, hibari::SAMPLE_RATE).await;
-        let secs = audio.len() as f64 / f64::from(hibari::SAMPLE_RATE);
+    ];
+    let (wrong, said) = words_wrong_heard_back(&voice, &texts).await;
+    assert_eq!(said, 35);
+    assert!(wrong <= 2, "{wrong} of {said} words wrong (the lines above)");
+}
+
+/// A quick voice, loaded at its first piece and not before, says each of `texts`: a second
+/// to twelve of audible, finite speech, which whisper tiny.en reads back; and nothing to say
+/// is no sound and no error. Returns the words heard wrong and the words said.
+async fn words_wrong_heard_back<M: PhonemeModel>(voice: &QuickVoice<M>, texts: &[&str]) -> (usize, usize) {
+    assert!(!voice.is_loaded(), "nothing loads until asked");
+    let whisper = WhisperStt::load(&whisper_model()).unwrap();
+    let _ = speak_at(voice, "Hello.", M::SAMPLE_RATE).await;
+    assert!(voice.is_loaded());
+    let (mut wrong, mut said) = (0, 0);
+    for text in texts {
+        let (audio, took) = speak_at(voice, text, M::SAMPLE_RATE).await;
+        let secs = audio.len() as f64 / f64::from(M::SAMPLE_RATE);
         assert!((1.0..12.0).contains(&secs), "{secs:.2} s of speech for {text:?}");
         assert!(rms(&audio) > 0.02, "the speech is audible");
         assert!(audio.iter().all(|s| s.is_finite()), "no NaN or infinity");
-        let heard = whisper
-            .transcribe(&to_16k_from(&audio, hibari::SAMPLE_RATE))
-            .await
-            .unwrap();
+        let heard = whisper.transcribe(&to_16k_from(&audio, M::SAMPLE_RATE)).await.unwrap();
         let errors = edit_distance(&words(text), &words(&heard));
         println!(
-            "quick Heart voice: {secs:.2} s of speech in {took:.3} s (real-time factor {:.3}); {errors} word(s) wrong: {heard:?}",
+            "{}: {secs:.2} s of speech in {took:.3} s (real-time factor {:.3}); {errors} word(s) wrong: {heard:?}",
+            M::WHAT,
             took / secs
         );
         wrong += errors;
         said += words(text).len();
     }
-    assert_eq!(said, 35);
-    assert!(wrong <= 2, "{wrong} of {said} words wrong (the lines above)");
     // Nothing to say is no sound and no error.
-    let (audio, _) = speak_at(&voice, " ... ", hibari::SAMPLE_RATE).await;
+    let (audio, _) = speak_at(voice, " ... ", M::SAMPLE_RATE).await;
     assert!(audio.is_empty());
+    (wrong, said)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
