@@ -24,6 +24,7 @@ pub mod vectors;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
@@ -229,10 +230,12 @@ impl Store {
             path: path.clone(),
             source,
         };
-        conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(open_err)?;
+        // While opening, wait as long as another process's migration of a large history
+        // may take; afterwards a write waits at most `BUSY`.
+        conn.busy_timeout(OPEN_WAIT).map_err(open_err)?;
         // WAL: readers never block the writer; `synchronous=NORMAL` in WAL mode is durable
         // against process crashes (a commit is in the WAL file before `COMMIT` returns).
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(open_err)?;
+        enter_wal(&conn).map_err(open_err)?;
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(open_err)?;
         conn.pragma_update(None, "foreign_keys", "ON").map_err(open_err)?;
         migrate(&mut conn).map_err(|e| match e {
@@ -243,6 +246,7 @@ impl Store {
             },
             Migration::Sql(e) => open_err(e),
         })?;
+        conn.busy_timeout(BUSY).map_err(open_err)?;
         Ok(Self {
             conn: Mutex::new(conn),
             path,
@@ -620,6 +624,32 @@ fn insert_session(conn: &Connection, meta: &SessionMeta) -> Result<(), StoreErro
         ],
     )?;
     Ok(())
+}
+
+/// How long a write waits for another connection's.
+const BUSY: Duration = Duration::from_secs(5);
+
+/// How long opening waits for another process that is opening (and migrating) the same
+/// database.
+const OPEN_WAIT: Duration = Duration::from_secs(60);
+
+/// Puts the database in WAL mode. Leaving a rollback journal (a new file, or one an older
+/// Hark or another tool wrote) needs the file to itself, and SQLite answers `SQLITE_BUSY`
+/// at once, without its busy handler, while another connection reads it, as one opening
+/// at the same moment does (issue 9: two processes opening an old database at once).
+/// So the switch is retried until [`OPEN_WAIT`] has passed.
+fn enter_wal(conn: &Connection) -> rusqlite::Result<()> {
+    let deadline = Instant::now() + OPEN_WAIT;
+    loop {
+        match conn.pragma_update(None, "journal_mode", "WAL") {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy && Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            done => return done,
+        }
+    }
 }
 
 enum Migration {
