@@ -132,7 +132,9 @@ impl Setup {
             db: dir.join(format!("{name}.db")),
             logs: dir.join(format!("{name}-logs")),
             service: format!("hark-{name}-test-{}", std::process::id()),
-            env: Vec::new(),
+            // Hark's own debug lines, so a failure's log shows the voice turn's course
+            // (listening, thinking, speaking, idle), not only the start-up.
+            env: vec![("HARK_LOG".into(), "warn,hark_app=debug,hark_core=debug".into())],
         }
     }
 

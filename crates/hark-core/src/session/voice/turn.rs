@@ -60,6 +60,15 @@ struct Timing {
     first_byte: Option<Instant>,
 }
 
+/// Why the speaking task stopped short.
+#[derive(Debug)]
+enum Unspoken {
+    /// The voice failed.
+    Voice(ProviderError),
+    /// The speaker stopped playing while the next sentence waited for room.
+    Speaker(AudioError),
+}
+
 /// Speaks sentences as they arrive: synthesise, queue for playback, next. Something to
 /// say aside (a consent question, asked while a tool waits) is said in its turn, after the
 /// sentences queued before it have played.
@@ -70,7 +79,7 @@ async fn speak(
     mut asides: Option<mpsc::UnboundedReceiver<Aside>>,
     timing: Arc<Mutex<Timing>>,
     events: mpsc::UnboundedSender<VoiceEvent>,
-) -> Result<(), ProviderError> {
+) -> Result<(), Unspoken> {
     let mut started = false;
     let lookahead = tts.lookahead_ms();
     loop {
@@ -88,14 +97,10 @@ async fn speak(
         };
         // Stay the voice's lookahead ahead of playback, no more (a second for a cloud voice:
         // synthesis is faster than speech, and audio synthesised past a barge-in is paid for
-        // and never heard). The wait is computed from what is queued, not polled.
-        loop {
-            let queued = out.queued_ms();
-            if queued <= lookahead {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(queued - lookahead)).await;
-        }
+        // and never heard). A barge-in aborts this task, so it needs no token of its own.
+        drained(out.as_ref(), Drain::To(lookahead), &CancellationToken::new())
+            .await
+            .map_err(Unspoken::Speaker)?;
         let idx = out.begin_sentence(&sentence);
         let (tx, mut rx) = mpsc::unbounded_channel::<AudioChunk>();
         let synth = tts.synthesize(&sentence, &tx);
@@ -122,7 +127,7 @@ async fn speak(
             push(chunk);
         }
         out.end_sentence(idx);
-        result?;
+        result.map_err(Unspoken::Voice)?;
     }
     Ok(())
 }
@@ -219,15 +224,15 @@ pub async fn respond(
     let mut out_error = None;
     if failure.is_none() && !barge_in.is_cancelled() {
         tokio::select! {
-            r = &mut speaking => {
-                if let Ok(Err(e)) = r {
-                    tts_error = Some(e);
-                }
-            }
+            r = &mut speaking => match r {
+                Ok(Err(Unspoken::Voice(e))) => tts_error = Some(e),
+                Ok(Err(Unspoken::Speaker(e))) => out_error = Some(e),
+                _ => {}
+            },
             _ = barge_in.cancelled() => {}
         }
-        if tts_error.is_none() {
-            out_error = played_out(voice.out.as_ref(), barge_in).await.err();
+        if tts_error.is_none() && out_error.is_none() {
+            out_error = drained(voice.out.as_ref(), Drain::Idle, barge_in).await.err();
         }
     }
     let interrupted = barge_in.is_cancelled();
@@ -299,32 +304,61 @@ pub async fn respond(
 /// How long the speaker may play nothing while audio is queued before the turn fails.
 const STALL_AFTER: Duration = Duration::from_secs(5);
 
-/// Waits until everything queued has been played, the user barges in, or the output
-/// stalls (a device that stopped consuming audio must fail the turn, not hang it: issue 9).
-async fn played_out(out: &dyn AudioOut, barge_in: &CancellationToken) -> Result<(), AudioError> {
+/// How far [`drained`] waits the output down.
+#[derive(Debug, Clone, Copy)]
+enum Drain {
+    /// Until at most this many milliseconds are queued (room for the next sentence).
+    To(u64),
+    /// Until everything queued has been played and the output is idle.
+    Idle,
+}
+
+/// Waits until the output has drained as far as `until` says, or the user barges in. A
+/// device that stopped consuming audio fails the turn, not hangs it (issue 9), whether
+/// the turn waits for the end of the reply or for room for its next sentence (the second
+/// wait had no such check: a reply whose first sentence outlasts the voice's lookahead
+/// hung there for ever). When every sample has been taken and the player still has not
+/// said it is idle (it notices that its last source ended at the device's next pull,
+/// which a stalled device never makes), the reply has been played: the turn ends so.
+async fn drained(out: &dyn AudioOut, until: Drain, barge_in: &CancellationToken) -> Result<(), AudioError> {
     // tokio's clock, so tests can run this under `tokio::time::pause()`.
     let mut last = out.heard().ms;
     let mut still_since = tokio::time::Instant::now();
-    while !barge_in.is_cancelled() && !out.is_idle() {
-        // Sleep about as long as the queue lasts (at least 5 ms, at most a second), so a
+    loop {
+        let queued = out.queued_ms();
+        let room = match until {
+            Drain::To(ms) => queued <= ms,
+            Drain::Idle => out.is_idle(),
+        };
+        if room || barge_in.is_cancelled() {
+            return Ok(());
+        }
+        // Sleep about as long as the excess lasts (at least 5 ms, at most a second), so a
         // five-second reply costs a handful of wake-ups rather than a thousand.
-        let wait = Duration::from_millis(out.queued_ms().clamp(5, 1_000));
+        let keep = match until {
+            Drain::To(ms) => ms,
+            Drain::Idle => 0,
+        };
+        let wait = Duration::from_millis(queued.saturating_sub(keep).clamp(5, 1_000));
         tokio::select! {
             _ = tokio::time::sleep(wait) => {}
-            _ = barge_in.cancelled() => break,
+            _ = barge_in.cancelled() => return Ok(()),
         }
         let played = out.heard().ms;
         if played != last {
             last = played;
             still_since = tokio::time::Instant::now();
-        } else if out.queued_ms() > 0 && still_since.elapsed() >= STALL_AFTER {
-            return Err(AudioError::Stalled {
-                device: out.name(),
-                secs: STALL_AFTER.as_secs(),
-            });
+        } else if still_since.elapsed() >= STALL_AFTER {
+            if out.queued_ms() > 0 {
+                return Err(AudioError::Stalled {
+                    device: out.name(),
+                    secs: STALL_AFTER.as_secs(),
+                });
+            }
+            tracing::debug!("the speaker took every sample but never went idle: the reply has played");
+            return Ok(());
         }
     }
-    Ok(())
 }
 
 /// Answers captured audio aloud: the final transcript (from the live session, or by

@@ -13,7 +13,7 @@ use crate::audio::silence::PAUSE_MS;
 use crate::conversation::{HistorySettings, MessageKind, Prompt, PromptMessage};
 use crate::error::ErrorKind;
 use crate::session::voice::VoiceLine;
-use crate::session::voice::{respond, Utterance};
+use crate::session::voice::{respond, Spoken, Utterance};
 use crate::store::Store;
 use crate::testing::{speech_samples, Reply, ScriptedModel, ScriptedStt, ToneTts};
 use crate::tools::Toolbox;
@@ -221,6 +221,84 @@ impl AudioOut for StuckOut {
     fn name(&self) -> String {
         "stuck speaker".into()
     }
+}
+
+/// A reply `text` answered through `out`, with a voice of 20 ms per character (a
+/// second's lookahead), under a deadline an hour away on tokio's paused clock: a turn that
+/// waits for ever fails the test instead of hanging it.
+async fn reply_through(
+    out: Arc<dyn AudioOut>,
+    text: &str,
+) -> Result<Result<Spoken, TurnError>, tokio::time::error::Elapsed> {
+    let store = Arc::new(Store::open_in_memory().unwrap());
+    let model = ScriptedModel::new();
+    model.push(Reply::text(text));
+    let mut chat = ChatSession::create(store, Box::new(model), "", HistorySettings::default()).unwrap();
+    let voice = Voice {
+        stt: Arc::new(ScriptedStt::new(&["hi"])),
+        tts: Arc::new(ToneTts { ms_per_char: 20 }),
+        out,
+    };
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let now = std::time::Instant::now();
+    let u = Utterance {
+        transcript: "hi".into(),
+        released_at: now,
+        transcript_at: now,
+        pipeline: Default::default(),
+    };
+    tokio::time::timeout(
+        Duration::from_secs(3_600),
+        respond(&mut chat, &voice, &u, &CancellationToken::new(), None, &tx),
+    )
+    .await
+}
+
+/// Issue 9, the other wait: the device stalls while the second sentence waits for room
+/// behind the first (which outlasts the voice's one-second lookahead). That wait had no
+/// stall check, so the turn waited for ever; now it fails like a stall at the end.
+#[tokio::test(start_paused = true)]
+async fn a_speaker_that_stalls_while_the_next_sentence_waits_fails_the_turn() {
+    let first = "This first sentence is long enough to fill more than a second of speech.";
+    let r = reply_through(Arc::new(StuckOut::default()), &format!("{first} And a second one."))
+        .await
+        .expect("the turn ended, it did not wait for ever");
+    let e = r.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Speaker, "{e}");
+    assert!(e.to_string().contains("stuck speaker"), "{e}");
+}
+
+/// An output whose device took every sample but whose player never says it is idle (it
+/// would notice its last sound ended at the device's next pull, which never comes).
+#[derive(Default)]
+struct NeverIdle {
+    tracker: Tracker,
+}
+
+impl AudioOut for NeverIdle {
+    fn tracker(&self) -> &Tracker {
+        &self.tracker
+    }
+    fn start_reply(&self) {}
+    fn push(&self, _sentence: usize, _samples: Vec<f32>, _rate: u32) {}
+    fn flush(&self) -> Heard {
+        self.tracker.heard()
+    }
+    fn is_idle(&self) -> bool {
+        false
+    }
+}
+
+/// With nothing left queued, a player that never reports idle ends the turn as played
+/// instead of holding it (and the status line on "speaking") for ever.
+#[tokio::test(start_paused = true)]
+async fn a_player_that_never_reports_idle_once_all_is_taken_ends_the_turn() {
+    let r = reply_through(Arc::new(NeverIdle::default()), "Hello there.")
+        .await
+        .expect("the turn ended, it did not wait for ever");
+    let spoken = r.unwrap();
+    assert!(!spoken.interrupted);
+    assert_eq!(spoken.generated, "Hello there.");
 }
 
 /// Issue 9: a stalled output device used to keep the turn waiting forever.
