@@ -332,11 +332,8 @@ impl Profile {
         if self.moonshine_in_effect(manifest) {
             want.extend(self.moonshine_specs(manifest)?.into_iter().cloned());
         }
-        match voice {
-            TtsKind::Natural => want.extend(self.natural_specs(manifest)?.into_iter().cloned()),
-            TtsKind::Piper => want.extend(self.piper_specs(manifest)?.into_iter().cloned()),
-            TtsKind::Hibari => want.extend(self.hibari_specs(manifest)?.into_iter().cloned()),
-            _ => {}
+        if let Some(specs) = self.voice_specs(voice, manifest) {
+            want.extend(specs?.into_iter().cloned());
         }
         // Recall finds meaning with the embedding model, where the manifest pins it (a
         // manifest without it leaves recall to the words).
@@ -431,16 +428,11 @@ impl Profile {
             // speak the language either.
             return self.with_tts(TtsKind::Natural).voice_in_effect(manifest, espeak_ng);
         }
-        let specs = match self.tts {
-            TtsKind::Natural => self.natural_specs(manifest),
-            TtsKind::Piper => self.piper_specs(manifest),
-            TtsKind::Hibari => self.hibari_specs(manifest),
-            _ => {
-                return VoiceInEffect {
-                    kind: self.tts,
-                    fallback: None,
-                }
-            }
+        let Some(specs) = self.voice_specs(self.tts, manifest) else {
+            return VoiceInEffect {
+                kind: self.tts,
+                fallback: None,
+            };
         };
         if let Err(e) = specs {
             return system(VoiceFallback::NotOnThisComputer(e.to_string()));
@@ -499,6 +491,21 @@ impl Profile {
     /// The quick Heart voice's model and ONNX Runtime for this platform, requirements first.
     pub fn hibari_specs<'m>(&self, manifest: &'m Manifest) -> Result<Vec<&'m ModelSpec>, ModelError> {
         manifest.with_requirements(hibari::MODEL_ID)
+    }
+
+    /// The files an offline voice engine speaks with, requirements first; `None` for a
+    /// voice that needs none of the manifest's (the OS voice, the cloud voices).
+    pub fn voice_specs<'m>(
+        &self,
+        kind: TtsKind,
+        manifest: &'m Manifest,
+    ) -> Option<Result<Vec<&'m ModelSpec>, ModelError>> {
+        match kind {
+            TtsKind::Natural => Some(self.natural_specs(manifest)),
+            TtsKind::Piper => Some(self.piper_specs(manifest)),
+            TtsKind::Hibari => Some(self.hibari_specs(manifest)),
+            TtsKind::System | TtsKind::Deepgram | TtsKind::OpenAi => None,
+        }
     }
 
     /// Where the quick Heart voice's files are (whether or not they are there yet).

@@ -200,12 +200,10 @@ pub fn choices() -> Choices {
     };
     // The offline voice's files count when it is in effect for the default settings.
     let default = hark_core::assembly::Profile::default();
-    let voice_files = match default.tts_in_effect(&manifest) {
-        TtsKind::Natural => default.natural_specs(&manifest).unwrap_or_default(),
-        TtsKind::Hibari => default.hibari_specs(&manifest).unwrap_or_default(),
-        TtsKind::Piper => default.piper_specs(&manifest).unwrap_or_default(),
-        _ => Vec::new(),
-    };
+    let voice_files = default
+        .voice_specs(default.tts_in_effect(&manifest), &manifest)
+        .and_then(Result::ok)
+        .unwrap_or_default();
     Choices {
         offline_models: [ModelKind::Llm, ModelKind::Stt]
             .into_iter()
