@@ -6,8 +6,9 @@
 //! the utterance is, and the release decodes only the phrase still open.
 //!
 //! # Rules
-//! - The open segment is decoded when it holds speech no decode has heard, [`TICK_MS`]
-//!   after that speech began, or at once at a pause ([`PAUSE_MS`] of silence after it).
+//! - The open segment is decoded when it holds speech no decode has heard, a tick after
+//!   that speech began ([`TICK_MS`], or twice the last interim decode's time if longer),
+//!   or at once at a pause ([`PAUSE_MS`] of silence after it).
 //!   One decode at a time: audio that comes during a decode waits for the next one, which
 //!   hears it all (a tick that falls during a decode is skipped, never queued).
 //! - [`COMMIT_PAUSE_MS`] of silence after speech ends the segment there. Its final text is
@@ -51,13 +52,20 @@ use crate::audio::resample::{rms, STT_RATE};
 use crate::audio::silence::{voiced_end, FRAME, PAUSE, SILENCE_RMS};
 use crate::provider::{ErrorKind, ProviderError};
 
-/// How long after new speech begins the open segment is decoded again. 300 ms puts the
-/// first words on screen within half a second of the user starting (a decode of half a
-/// second of speech took 45 ms on one core of the 2-core test machine, of a second 95 ms)
-/// and new ones about every half second while a phrase lasts; a decode of a few seconds
-/// costs 100-200 ms, so this keeps the recogniser to about half a core while the local
-/// chat model evaluates the request on the other.
-pub const TICK_MS: usize = 300;
+/// How long after new speech begins the open segment is decoded again, at least: 200 ms,
+/// or twice the last interim decode's time when that is longer ([`Segmenter::paced_by`]),
+/// so the recogniser takes at most about half a core while the local chat model evaluates
+/// the request on the other. A decode of half a second of speech took 45 ms on one core of
+/// the 2-core test machine, of a second 95 ms, of a few seconds 100-200 ms: a short phrase
+/// is decoded every 200 ms and a long one less often.
+///
+/// At 300 ms for every decode (before 2026-12-06), the first words of each phrase came
+/// about 350 ms after it began, and a phrase's first word after a pause, or a long word,
+/// left up to 680 ms of speech with no new words (issue 20's goal is 500). At a fixed
+/// 200 ms, in one run of the benchmark's human clips, the decodes of its two longest
+/// phrases (4-5 s) ran nearly back to back and the one at their end finished after the
+/// release: their transcripts came 52 and 102 ms after it, where the others' came at once.
+pub const TICK_MS: usize = 200;
 
 /// Silence after speech that ends a segment. Longer than the pause at which the open
 /// segment is decoded ([`PAUSE_MS`]): a cut is final, and in real speech a 60 ms gap can
@@ -177,6 +185,9 @@ pub struct Segmenter {
     heard: Option<Heard>,
     /// A decode is running (one at a time).
     running: bool,
+    /// The open segment is decoded again this long (samples) after new speech begins:
+    /// [`TICK_MS`], or more after slow decodes ([`Self::paced_by`]).
+    tick: usize,
     /// The key was released: no more audio; what is left is decoded as final.
     released: bool,
     /// The interim text sent last, so the same text is not sent twice.
@@ -201,6 +212,7 @@ impl Segmenter {
             unheard_since: None,
             heard: None,
             running: false,
+            tick: samples(TICK_MS),
             released: false,
             shown: String::new(),
         }
@@ -315,7 +327,7 @@ impl Segmenter {
         let len = self.open.len();
         self.released
             || len - self.voiced_end >= PAUSE
-            || self.unheard_since.is_some_and(|since| len - since >= samples(TICK_MS))
+            || self.unheard_since.is_some_and(|since| len - since >= self.tick)
     }
 
     /// The next decode to run, if one is due and none is running: a cut segment's final
@@ -343,6 +355,14 @@ impl Segmenter {
             self.open[..end].to_vec(),
             self.voiced_end,
         ))
+    }
+
+    /// How long the last interim decode took: the next is due [`TICK_MS`] after new speech
+    /// begins, or twice this when that is longer, so decoding takes at most about half of
+    /// the time (and of one core) while the user speaks.
+    pub fn paced_by(&mut self, decode: std::time::Duration) {
+        let twice = (decode.as_secs_f64() * 2.0 * f64::from(STT_RATE)) as usize;
+        self.tick = samples(TICK_MS).max(twice);
     }
 
     /// A decode's text. Returns the interim text to show when this changed it.
@@ -515,12 +535,15 @@ fn run(
             let started = std::time::Instant::now();
             match decode(&job.audio, stop) {
                 Ok(text) => {
+                    let took = started.elapsed();
                     tracing::debug!(
-                        "live {:?} decode of {} ms of audio in {:?}",
+                        "live {:?} decode of {} ms of audio in {took:?}",
                         job.purpose,
                         job.audio.len() * 1000 / STT_RATE as usize,
-                        started.elapsed()
                     );
+                    if job.purpose == Purpose::Interim {
+                        s.paced_by(took);
+                    }
                     if let Some(text) = s.complete(job, &text) {
                         let _ = interim.send(text);
                     }

@@ -171,10 +171,12 @@ fn a_pause_commits_the_segment_which_is_never_decoded_again_and_never_changes() 
     assert_eq!(out.text, words(0..6));
     // The decode at the pause heard the whole phrase and is its final text: no decode of
     // it after that, and the phrase is in every later interim text, unchanged.
+    // (The last decode with the phrase's words: a tick may have heard them all just before
+    // the pause, and the decode at the pause is still made, to hear the pause too.)
     let pause = out
         .held
         .iter()
-        .position(|d| d.text == words(0..3))
+        .rposition(|d| d.text == words(0..3))
         .expect("a decode at the pause");
     assert!(out.held[pause + 1..].iter().all(|d| !d.text.contains("w0")));
     assert!(
@@ -282,6 +284,34 @@ fn a_tick_during_a_decode_is_skipped_not_queued() {
     let next = s.next_job().expect("the speech since");
     assert_eq!(fake_decode(&next.audio), words(0..6), "one decode hears it all");
     assert!(s.next_job().is_none());
+}
+
+/// The recogniser's pace (issue 20): a decode is due [`TICK_MS`] after new speech begins
+/// while decodes are quick, and twice the last interim decode's time after it when they
+/// are slow (a long phrase, a busy machine), so decoding never takes the whole core.
+#[test]
+fn slow_decodes_space_the_next_ones_out() {
+    let mut s = Segmenter::new();
+    s.push(&cat(&[silence(100), speech(0..1, QUIET)]));
+    let first = s.next_job().expect("due a tick after the speech began");
+    s.complete(first, "w0");
+    // A quick decode: the next is due a tick after new speech.
+    s.paced_by(std::time::Duration::from_millis(40));
+    s.push(&speech(1..2, QUIET));
+    let due = s.next_job().expect("a tick of new speech");
+    s.complete(due, "w0 w1");
+    // A 300 ms decode: 200 ms of new speech is not enough, 600 ms is.
+    s.paced_by(std::time::Duration::from_millis(300));
+    let mut pushed = 0;
+    while !s.has_job() {
+        s.push(&speech(2..8, QUIET)[pushed..pushed + ms(20)]);
+        pushed += ms(20);
+    }
+    assert!(
+        (ms(580)..=ms(620)).contains(&pushed),
+        "due after {} ms of new speech",
+        pushed / 16
+    );
 }
 
 #[test]
