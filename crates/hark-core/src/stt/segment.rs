@@ -293,6 +293,8 @@ impl Segmenter {
             text,
         });
         self.segment += 1;
+        // A new phrase: its decodes are short again.
+        self.tick = samples(TICK_MS);
         self.heard = None;
         self.levels.clear();
         self.voiced_end = 0;
@@ -360,12 +362,16 @@ impl Segmenter {
         ))
     }
 
-    /// How long the last interim decode took: the next is due [`TICK_MS`] after new speech
-    /// begins, or twice this when that is longer, so decoding takes at most about half of
-    /// the time (and of one core) while the user speaks.
-    pub fn paced_by(&mut self, decode: std::time::Duration) {
-        let twice = (decode.as_secs_f64() * 2.0 * f64::from(STT_RATE)) as usize;
-        self.tick = samples(TICK_MS).max(twice);
+    /// How long `job` took to decode. After an interim decode of the open segment, the next
+    /// is due [`TICK_MS`] after new speech begins, or twice this when that is longer, so
+    /// decoding takes at most about half of the time (and of one core) while the user
+    /// speaks. A decode of another segment (a final one, or one of a phrase cut while it
+    /// ran) says nothing of what the open one's cost.
+    pub fn paced_by(&mut self, job: &Job, decode: std::time::Duration) {
+        if job.purpose == Purpose::Interim && job.segment == self.segment {
+            let twice = (decode.as_secs_f64() * 2.0 * f64::from(STT_RATE)) as usize;
+            self.tick = samples(TICK_MS).max(twice);
+        }
     }
 
     /// A decode's text. Returns the interim text to show when this changed it.
@@ -544,9 +550,7 @@ fn run(
                         job.purpose,
                         job.audio.len() * 1000 / STT_RATE as usize,
                     );
-                    if job.purpose == Purpose::Interim {
-                        s.paced_by(took);
-                    }
+                    s.paced_by(&job, took);
                     if let Some(text) = s.complete(job, &text) {
                         let _ = interim.send(text);
                     }

@@ -288,30 +288,45 @@ fn a_tick_during_a_decode_is_skipped_not_queued() {
 
 /// The recogniser's pace (issue 20): a decode is due [`TICK_MS`] after new speech begins
 /// while decodes are quick, and twice the last interim decode's time after it when they
-/// are slow (a long phrase, a busy machine), so decoding never takes the whole core.
+/// are slow (a long phrase, a busy machine), so decoding never takes the whole core; the
+/// next phrase starts at the quick pace again.
 #[test]
-fn slow_decodes_space_the_next_ones_out() {
+fn slow_decodes_space_the_next_ones_out_until_the_next_phrase() {
     let mut s = Segmenter::new();
     s.push(&cat(&[silence(100), speech(0..1, QUIET)]));
     let first = s.next_job().expect("due a tick after the speech began");
-    s.complete(first, "w0");
     // A quick decode: the next is due a tick after new speech.
-    s.paced_by(std::time::Duration::from_millis(40));
+    s.paced_by(&first, std::time::Duration::from_millis(40));
+    s.complete(first, "w0");
     s.push(&speech(1..2, QUIET));
     let due = s.next_job().expect("a tick of new speech");
-    s.complete(due, "w0 w1");
     // A 300 ms decode: 200 ms of new speech is not enough, 600 ms is.
-    s.paced_by(std::time::Duration::from_millis(300));
-    let mut pushed = 0;
-    while !s.has_job() {
-        s.push(&speech(2..8, QUIET)[pushed..pushed + ms(20)]);
-        pushed += ms(20);
-    }
+    s.paced_by(&due, std::time::Duration::from_millis(300));
+    s.complete(due, "w0 w1");
+    let new_speech_until_due = |s: &mut Segmenter, from: usize| {
+        let mut pushed = 0;
+        while !s.has_job() {
+            s.push(&speech(from..from + 6, QUIET)[pushed..pushed + ms(20)]);
+            pushed += ms(20);
+        }
+        pushed
+    };
+    let pushed = new_speech_until_due(&mut s, 2);
     assert!(
         (ms(580)..=ms(620)).contains(&pushed),
         "due after {} ms of new speech",
         pushed / 16
     );
+    // A pause commits the phrase; the next one is decoded at the quick pace.
+    let job = s.next_job().unwrap();
+    s.complete(job, "w0 w1 w2 w3");
+    s.push(&silence(400));
+    while let Some(job) = s.next_job() {
+        let text = fake_decode(&job.audio);
+        s.complete(job, &text);
+    }
+    let pushed = new_speech_until_due(&mut s, 8);
+    assert!(pushed <= ms(240), "due after {} ms of new speech", pushed / 16);
 }
 
 #[test]

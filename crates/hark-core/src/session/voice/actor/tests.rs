@@ -198,10 +198,13 @@ async fn edits_answer_their_outcome_and_wait_for_the_turn_in_flight() {
     assert!(handle.edit(|_| Ok(())).await.is_err(), "a stopped session says so");
 }
 
-/// An output that accepts audio and never plays it: a device that stalled.
+/// An output that never plays and never goes idle: what is pushed stays queued (a device
+/// that stalled), or with `taken`, the device took every sample but the player never says
+/// that its last sound ended (it would notice at the device's next pull, which never comes).
 #[derive(Default)]
 struct StuckOut {
     tracker: Tracker,
+    taken: bool,
 }
 
 impl AudioOut for StuckOut {
@@ -210,7 +213,9 @@ impl AudioOut for StuckOut {
     }
     fn start_reply(&self) {}
     fn push(&self, sentence: usize, samples: Vec<f32>, rate: u32) {
-        self.tracker.queue(sentence, samples.len(), rate);
+        if !self.taken {
+            self.tracker.queue(sentence, samples.len(), rate);
+        }
     }
     fn flush(&self) -> Heard {
         self.tracker.heard()
@@ -268,32 +273,15 @@ async fn a_speaker_that_stalls_while_the_next_sentence_waits_fails_the_turn() {
     assert!(e.to_string().contains("stuck speaker"), "{e}");
 }
 
-/// An output whose device took every sample but whose player never says it is idle (it
-/// would notice its last sound ended at the device's next pull, which never comes).
-#[derive(Default)]
-struct NeverIdle {
-    tracker: Tracker,
-}
-
-impl AudioOut for NeverIdle {
-    fn tracker(&self) -> &Tracker {
-        &self.tracker
-    }
-    fn start_reply(&self) {}
-    fn push(&self, _sentence: usize, _samples: Vec<f32>, _rate: u32) {}
-    fn flush(&self) -> Heard {
-        self.tracker.heard()
-    }
-    fn is_idle(&self) -> bool {
-        false
-    }
-}
-
 /// With nothing left queued, a player that never reports idle ends the turn as played
 /// instead of holding it (and the status line on "speaking") for ever.
 #[tokio::test(start_paused = true)]
 async fn a_player_that_never_reports_idle_once_all_is_taken_ends_the_turn() {
-    let r = reply_through(Arc::new(NeverIdle::default()), "Hello there.")
+    let taken = StuckOut {
+        taken: true,
+        ..Default::default()
+    };
+    let r = reply_through(Arc::new(taken), "Hello there.")
         .await
         .expect("the turn ended, it did not wait for ever");
     let spoken = r.unwrap();
