@@ -230,11 +230,14 @@ impl AudioOut for StuckOut {
 
 /// A reply `text` answered through `out`, with a voice of 20 ms per character (a
 /// second's lookahead), under a deadline an hour away on tokio's paused clock: a turn that
-/// waits for ever fails the test instead of hanging it.
+/// waits for ever fails the test instead of hanging it. Returns the session with the turn.
 async fn reply_through(
     out: Arc<dyn AudioOut>,
     text: &str,
-) -> Result<Result<Spoken, TurnError>, tokio::time::error::Elapsed> {
+) -> (
+    ChatSession,
+    Result<Result<Spoken, TurnError>, tokio::time::error::Elapsed>,
+) {
     let store = Arc::new(Store::open_in_memory().unwrap());
     let model = ScriptedModel::new();
     model.push(Reply::text(text));
@@ -252,11 +255,12 @@ async fn reply_through(
         transcript_at: now,
         pipeline: Default::default(),
     };
-    tokio::time::timeout(
+    let r = tokio::time::timeout(
         Duration::from_secs(3_600),
         respond(&mut chat, &voice, &u, &CancellationToken::new(), None, &tx),
     )
-    .await
+    .await;
+    (chat, r)
 }
 
 /// Issue 9, the other wait: the device stalls while the second sentence waits for room
@@ -265,9 +269,8 @@ async fn reply_through(
 #[tokio::test(start_paused = true)]
 async fn a_speaker_that_stalls_while_the_next_sentence_waits_fails_the_turn() {
     let first = "This first sentence is long enough to fill more than a second of speech.";
-    let r = reply_through(Arc::new(StuckOut::default()), &format!("{first} And a second one."))
-        .await
-        .expect("the turn ended, it did not wait for ever");
+    let (_, r) = reply_through(Arc::new(StuckOut::default()), &format!("{first} And a second one.")).await;
+    let r = r.expect("the turn ended, it did not wait for ever");
     let e = r.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Speaker, "{e}");
     assert!(e.to_string().contains("stuck speaker"), "{e}");
@@ -281,9 +284,8 @@ async fn a_player_that_never_reports_idle_once_all_is_taken_ends_the_turn() {
         taken: true,
         ..Default::default()
     };
-    let r = reply_through(Arc::new(taken), "Hello there.")
-        .await
-        .expect("the turn ended, it did not wait for ever");
+    let (_, r) = reply_through(Arc::new(taken), "Hello there.").await;
+    let r = r.expect("the turn ended, it did not wait for ever");
     let spoken = r.unwrap();
     assert!(!spoken.interrupted);
     assert_eq!(spoken.generated, "Hello there.");
@@ -292,27 +294,9 @@ async fn a_player_that_never_reports_idle_once_all_is_taken_ends_the_turn() {
 /// Issue 9: a stalled output device used to keep the turn waiting forever.
 #[tokio::test(start_paused = true)]
 async fn a_stalled_speaker_fails_the_turn_instead_of_waiting_forever() {
-    let store = Arc::new(Store::open_in_memory().unwrap());
-    let model = ScriptedModel::new();
-    model.push(Reply::text("Hello there. How are you?"));
-    let mut chat = ChatSession::create(store, Box::new(model), "", HistorySettings::default()).unwrap();
-    let voice = Voice {
-        stt: Arc::new(ScriptedStt::new(&["hi"])),
-        tts: Arc::new(ToneTts { ms_per_char: 20 }),
-        out: Arc::new(StuckOut::default()),
-    };
-    let (tx, _rx) = mpsc::unbounded_channel();
-    let now = std::time::Instant::now();
-    let u = Utterance {
-        transcript: "hi".into(),
-        released_at: now,
-        transcript_at: now,
-        pipeline: Default::default(),
-    };
     let started = tokio::time::Instant::now();
-    let e = respond(&mut chat, &voice, &u, &CancellationToken::new(), None, &tx)
-        .await
-        .unwrap_err();
+    let (chat, r) = reply_through(Arc::new(StuckOut::default()), "Hello there. How are you?").await;
+    let e = r.expect("the turn ended").unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Speaker, "{e}");
     assert!(e.to_string().contains("stuck speaker"), "{e}");
     assert!(
