@@ -29,9 +29,10 @@
 //! → first reply sample out (p50 and p95) and the word error; the ratios moonshine /
 //! overlapped for each voice against issue 20's goals; for the live engine, the delay of
 //! the first words on screen from the speech onset and the longest wait for new words
-//! while speaking (speech as Silero VAD hears it, and as the sound level has it); each engine's word error on the espeak and the human clips; each
-//! voice's real-time factor; and the first turn after a start against the second (issue
-//! 21: whisper just loaded, with and without its warm-up decode).
+//! while speaking (speech as Silero VAD hears it, and as the sound level has it); each
+//! engine's word error on the espeak and the human clips; each voice's real-time factor;
+//! and the first turn after a start against the second (issue 21: whisper just loaded,
+//! with and without its warm-up decode).
 //!
 //! Run: `scripts/bench-offline-turn.sh [RUNS]` (release builds; fetches the models and the
 //! recordings). `HARK_BENCH_RUNS` (default 2): each run plays every clip through every
@@ -327,19 +328,19 @@ fn level_spans(samples: &[f32]) -> Vec<(f64, f64)> {
 }
 
 /// The stretches of speech in `samples`, in ms, as Silero VAD hears them: hands-free's
-/// model with its gate's threshold and hysteresis (speech from a frame at the threshold
-/// until one below it by 0.15), a silence shorter than [`PHRASE_PAUSE_MS`] inside one.
+/// model with its gate's threshold and hysteresis ([`GateSettings::is_speech`]), a
+/// silence shorter than [`PHRASE_PAUSE_MS`] inside one.
 /// The sound level alone took the room noise and breaths of beckett.wav for speech: the
 /// 0.7 s between "No matter." and "Try again.", and the second after "Fail better.", where
 /// Silero's probability stays under 0.1. Counted as speech with no new words, the last
 /// alone was the benchmark's longest wait (1.1-1.4 s), once every word was on screen.
 fn vad_spans(vad: &mut Silero, samples: &[f32]) -> Vec<(f64, f64)> {
     vad.reset();
-    let on = GateSettings::default().threshold;
+    let gate = GateSettings::default();
     let mut speaking = false;
     let frames = samples.chunks_exact(VAD_FRAME).map(|frame| {
         let p = vad.probability(frame).expect("Silero VAD rates a frame");
-        speaking = p >= if speaking { on - 0.15 } else { on };
+        speaking = gate.is_speech(p, speaking);
         speaking
     });
     join_spans(frames, VAD_FRAME as f64 * 1000.0 / f64::from(STT_RATE))

@@ -163,6 +163,19 @@ pub struct GateSettings {
     pub max_speech_ms: u32,
 }
 
+impl GateSettings {
+    /// Whether a frame of probability `p` is speech: at or above the threshold, or, once
+    /// speech has begun (`speaking`), above the threshold less 0.15 (the reference's
+    /// hysteresis).
+    pub fn is_speech(&self, p: f32, speaking: bool) -> bool {
+        if speaking {
+            p >= (self.threshold - 0.15).max(0.0)
+        } else {
+            p >= self.threshold
+        }
+    }
+}
+
 impl Default for GateSettings {
     fn default() -> Self {
         Self {
@@ -290,8 +303,8 @@ impl SpeechGate {
     pub fn frame(&mut self, end: u64, p: f32) -> Option<Edge> {
         let s = self.settings;
         let start_of_frame = end.saturating_sub(VAD_FRAME as u64);
-        let on = p >= s.threshold;
-        let still = p >= (s.threshold - 0.15).max(0.0);
+        let on = s.is_speech(p, false);
+        let still = s.is_speech(p, true);
         match self.state {
             GateState::Quiet => {
                 if on {

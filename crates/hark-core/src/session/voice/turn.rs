@@ -324,10 +324,15 @@ async fn drained(out: &dyn AudioOut, until: Drain, barge_in: &CancellationToken)
     // tokio's clock, so tests can run this under `tokio::time::pause()`.
     let mut last = out.heard().ms;
     let mut still_since = tokio::time::Instant::now();
+    // What may stay queued.
+    let keep = match until {
+        Drain::To(ms) => ms,
+        Drain::Idle => 0,
+    };
     loop {
         let queued = out.queued_ms();
         let room = match until {
-            Drain::To(ms) => queued <= ms,
+            Drain::To(_) => queued <= keep,
             Drain::Idle => out.is_idle(),
         };
         if room || barge_in.is_cancelled() {
@@ -335,10 +340,6 @@ async fn drained(out: &dyn AudioOut, until: Drain, barge_in: &CancellationToken)
         }
         // Sleep about as long as the excess lasts (at least 5 ms, at most a second), so a
         // five-second reply costs a handful of wake-ups rather than a thousand.
-        let keep = match until {
-            Drain::To(ms) => ms,
-            Drain::Idle => 0,
-        };
         let wait = Duration::from_millis(queued.saturating_sub(keep).clamp(5, 1_000));
         tokio::select! {
             _ = tokio::time::sleep(wait) => {}
