@@ -10,13 +10,17 @@
 # Prints release → final transcript / first token / first audio, p50 and p95, for each
 # pipeline and voice; the ratios new / today per voice against issue 20's goals; the first
 # live words' delay from the speech onset and the longest wait for new words while
-# speaking; each engine's word error on the espeak and the human clips; each voice's
-# real-time factor; and the first turn after a start against the second.
+# speaking; each engine's word error in the turns, and on every clip transcribed whole
+# (every Asterisk prompt of five words or more: the sample that decides the default English
+# engine); each voice's real-time factor; and the first turn after a start against the
+# second.
 #
 # Usage: scripts/bench-offline-turn.sh [RUNS]   (default 2; a run plays all 16 clips
 #        through every pipeline: about ten minutes on 2 cores)
 # Environment:
-#   HARK_BENCH_RUNS        runs (the argument wins)
+#   HARK_BENCH_RUNS        runs (the argument wins); 0 prints only each engine's word error
+#                          on every clip transcribed whole (every Asterisk prompt of five
+#                          words or more), which decides the default English engine
 #   HARK_BENCH_PIPELINES   default overlapped,overlapped/natural,moonshine,moonshine/natural,
 #                          moonshine/hibari,moonshine/piper; sequential (whisper after the
 #                          release) too; a voice after `/` (system, natural, hibari or

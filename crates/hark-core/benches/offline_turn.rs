@@ -30,14 +30,16 @@
 //! overlapped for each voice against issue 20's goals; for the live engine, the delay of
 //! the first words on screen from the speech onset and the longest wait for new words
 //! while speaking (speech as Silero VAD hears it, and as the sound level has it); each
-//! engine's word error on the espeak and the human clips; each voice's real-time factor;
+//! engine's word error in the turns, and on every clip transcribed whole, with every
+//! Asterisk prompt of five words or more for human speech (the larger sample that decides
+//! the default English engine by issue 20's rule); each voice's real-time factor;
 //! and the first turn after a start against the second (issue 21: whisper just loaded,
 //! with and without its warm-up decode).
 //!
 //! Run: `scripts/bench-offline-turn.sh [RUNS]` (release builds; fetches the models and the
 //! recordings). `HARK_BENCH_RUNS` (default 2): each run plays every clip through every
 //! pipeline, in conversations of up to four turns, the pipelines taking turns per
-//! conversation; `HARK_BENCH_RELEASE_MS` (default 300) how long after the last word the
+//! conversation (0: only the word-error comparison, a few minutes); `HARK_BENCH_RELEASE_MS` (default 300) how long after the last word the
 //! key comes up; `HARK_BENCH_VERBOSE` prints each turn's figures, transcript and reply on
 //! stderr; `HARK_BENCH_LLM` picks the chat model (a manifest id; default: the default
 //! one); `HARK_BENCH_PIPELINES` (default
@@ -385,9 +387,25 @@ fn espeak_clips(dir: &Path) -> Vec<Clip> {
         .collect()
 }
 
+/// Which of Asterisk's prompts to play.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Prompts {
+    /// [`ASTERISK_PROMPTS`], the turns' questions.
+    Turns,
+    /// Every recorded prompt of five words or more with no digit or keypad symbol in its
+    /// script: the word-error comparison's larger sample.
+    Every,
+}
+
+/// Whether a prompt's script is whole words to say: five or more, no digit, keypad
+/// symbol or bracketed note.
+fn words_to_say(text: &str) -> bool {
+    text.split_whitespace().count() >= 5 && !text.contains(|c: char| c.is_ascii_digit() || "#*[]<>()".contains(c))
+}
+
 /// Asterisk's prompts, from the packages unpacked under `speech/asterisk` (the script's
 /// doing), else installed on this system.
-fn asterisk_clips(speech: &Path) -> Vec<Clip> {
+fn asterisk_clips(speech: &Path, prompts: Prompts) -> Vec<Clip> {
     let root = [speech.join("asterisk"), PathBuf::from("/")]
         .into_iter()
         .find(|r| r.join(ASTERISK_SCRIPT).exists() && r.join(ASTERISK_VOICE).is_dir())
@@ -409,13 +427,26 @@ fn asterisk_clips(speech: &Path) -> Vec<Clip> {
         .filter_map(|l| l.split_once(':'))
         .map(|(name, text)| (name.trim(), text.trim()))
         .collect();
-    ASTERISK_PROMPTS
-        .iter()
+    let recording = |name: &str| root.join(ASTERISK_VOICE).join(format!("{name}.wav"));
+    let names: Vec<&str> = match prompts {
+        Prompts::Turns => ASTERISK_PROMPTS.to_vec(),
+        Prompts::Every => {
+            let mut every: Vec<&str> = lines
+                .iter()
+                .filter(|(name, text)| words_to_say(text) && recording(name).is_file())
+                .map(|(name, _)| *name)
+                .collect();
+            every.sort_unstable();
+            every
+        }
+    };
+    names
+        .into_iter()
         .map(|name| {
             let said = lines
                 .get(name)
                 .unwrap_or_else(|| panic!("{name} is not in core-sounds-en.txt"));
-            let path = root.join(ASTERISK_VOICE).join(format!("{name}.wav"));
+            let path = recording(name);
             let samples = read_16k_mono(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             Clip::new(format!("asterisk {name}"), Source::Human, said, samples)
         })
@@ -443,6 +474,79 @@ async fn beckett_clip(manifest: &Manifest, speech: &Path) -> Clip {
         .expect("beckett.wav from the useful-moonshine-onnx wheel");
     let samples = read_16k_mono(&path).expect("beckett.wav");
     Clip::new("beckett.wav".into(), Source::Human, BECKETT_TEXT, samples)
+}
+
+/// Each engine's word error on `clips`, each transcribed whole (Moonshine through the
+/// same phrases as its live transcription): the comparison issue 20's rule decides the
+/// default English engine by. The turns' twelve Asterisk prompts are 110 words of human
+/// speech, where two words decided it (15 errors against 13, and a tie another day);
+/// every prompt of five words or more is 1,500 and more.
+async fn word_error_whole(engines: [(&str, &dyn Transcriber); 2], clips: &[&Clip]) -> String {
+    use std::fmt::Write;
+    let count = |s: Source| clips.iter().filter(|c| c.source == s).count();
+    let mut report = format!(
+        "word error, each clip transcribed whole ({} espeak-ng questions, {} human recordings: every Asterisk prompt of five words or more, and beckett.wav)\n",
+        count(Source::Espeak),
+        count(Source::Human)
+    );
+    let mut rates = Vec::new();
+    let mut heard: Vec<Vec<String>> = Vec::new();
+    for (name, engine) in engines {
+        let mut texts = Vec::new();
+        for clip in clips {
+            texts.push(
+                engine
+                    .transcribe(&clip.samples)
+                    .await
+                    .unwrap_or_else(|e| panic!("{name}, {}: {e}", clip.name)),
+            );
+        }
+        let score = |source: Option<Source>| -> WordErrors {
+            clips
+                .iter()
+                .zip(&texts)
+                .filter(|(c, _)| source.is_none_or(|s| c.source == s))
+                .map(|(c, t)| WordErrors::of(&c.said, t))
+                .sum()
+        };
+        let all = score(None);
+        let _ = writeln!(
+            report,
+            "  {name:<16} espeak-ng {:>5.1} %, human speech {:>5.1} %, all {:>5.1} % ({} errors in {} words said)",
+            score(Some(Source::Espeak)).rate() * 100.0,
+            score(Some(Source::Human)).rate() * 100.0,
+            all.rate() * 100.0,
+            all.errors,
+            all.said
+        );
+        rates.push(all.rate());
+        heard.push(texts);
+    }
+    if verbose() {
+        for (i, clip) in clips.iter().enumerate() {
+            let [a, b] = [&heard[0][i], &heard[1][i]];
+            if a != b {
+                eprintln!(
+                    "{}: said {:?}; {}: {a:?}; {}: {b:?}",
+                    clip.name, clip.said, engines[0].0, engines[1].0
+                );
+            }
+        }
+    }
+    let no_worse = rates[1] <= rates[0];
+    let _ = writeln!(
+        report,
+        "{}'s word error is {} {}'s: {}",
+        engines[1].0,
+        if no_worse { "no worse than" } else { "worse than" },
+        engines[0].0,
+        if no_worse {
+            "by issue 20's rule it is the default English engine"
+        } else {
+            "by issue 20's rule whisper is the default English engine"
+        }
+    );
+    report
 }
 
 /// One turn's figures from the release, in ms, what was heard, and the live words.
@@ -669,7 +773,6 @@ fn main() {
             "HARK_BENCH_CLIPS: unknown clip set {s:?} (espeak, asterisk, beckett)"
         );
     }
-    let wants_moonshine = configs.iter().any(|c| c.engine == Engine::Moonshine);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -694,9 +797,8 @@ fn main() {
         if wants_hibari {
             specs.extend(profile.hibari_specs(&manifest).expect("the quick Heart voice in the manifest"));
         }
-        if wants_moonshine {
-            specs.extend(profile.moonshine_specs(&manifest).expect("Moonshine in the manifest"));
-        }
+        // Moonshine in any case: the word-error comparison uses it.
+        specs.extend(profile.moonshine_specs(&manifest).expect("Moonshine in the manifest"));
         // Where the clips' speech is (the live words' waits count speech only).
         specs.extend(manifest.with_requirements(vad::MODEL_ID).expect("Silero VAD in the manifest"));
         for spec in specs {
@@ -725,7 +827,7 @@ fn main() {
         // The espeak questions are made in any case: the first-turn comparison uses them.
         let mut espeak = espeak_clips(dir.path());
         let mut asterisk = if wanted("asterisk") {
-            asterisk_clips(&speech)
+            asterisk_clips(&speech, Prompts::Turns)
         } else {
             Vec::new()
         };
@@ -746,15 +848,38 @@ fn main() {
         clips.extend(&beckett);
         assert!(!clips.is_empty(), "HARK_BENCH_CLIPS: no clips");
 
+        let whisper = WhisperStt::load(&models.path(stt)).expect("whisper");
+        whisper.set_unload_after(None);
+        let moonshine_stt = MoonshineStt::new(profile.moonshine_files(&manifest, &models).expect("Moonshine's files"))
+            .expect("Moonshine");
+        // Both engines warm, then each one's word error on every clip, transcribed whole.
+        let _ = whisper.transcribe(&clips[0].samples).await;
+        let _ = moonshine_stt.transcribe(&clips[0].samples).await;
+        let every = if wanted("asterisk") {
+            asterisk_clips(&speech, Prompts::Every)
+        } else {
+            Vec::new()
+        };
+        let whole: Vec<&Clip> = clips
+            .iter()
+            .copied()
+            .filter(|c| c.source == Source::Espeak)
+            .chain(&every)
+            .chain(&beckett)
+            .collect();
+        let word_error = word_error_whole(
+            [(stt.id.as_str(), &whisper), (moonshine::MODEL_ID, &moonshine_stt)],
+            &whole,
+        )
+        .await;
+        if runs == 0 {
+            print!("{word_error}");
+            return;
+        }
+
         let server = LocalLlm::start(&models.path(llm), &llm.id, DEFAULT_CONTEXT, None)
             .await
             .expect("hark-llm (set HARK_LLM_BIN to the release build)");
-        let whisper = WhisperStt::load(&models.path(stt)).expect("whisper");
-        whisper.set_unload_after(None);
-        let moonshine_stt = wants_moonshine.then(|| {
-            MoonshineStt::new(profile.moonshine_files(&manifest, &models).expect("Moonshine's files"))
-                .expect("Moonshine")
-        });
         let system: Arc<dyn Synthesizer> = Arc::new(SystemVoice::default());
         let natural_voice =
             NaturalVoice::new(profile.natural_files(&manifest, &models).expect("its files"), None).expect("af_heart");
@@ -768,10 +893,9 @@ fn main() {
             Arc::new(HibariVoice::new(files).expect("Hibari")) as Arc<dyn Synthesizer>
         });
         let voice_for = |c: &Config| {
-            let engine: Arc<dyn Transcriber> = match (c.engine, &moonshine_stt) {
-                (Engine::Moonshine, Some(m)) => Arc::new(m.clone()),
-                (Engine::Moonshine, None) => unreachable!("loaded when a pipeline uses it"),
-                (Engine::Whisper, _) => Arc::new(whisper.clone()),
+            let engine: Arc<dyn Transcriber> = match c.engine {
+                Engine::Moonshine => Arc::new(moonshine_stt.clone()),
+                Engine::Whisper => Arc::new(whisper.clone()),
             };
             Voice {
                 stt: engine,
@@ -785,12 +909,8 @@ fn main() {
                 out: Arc::new(ClockOut::new()),
             }
         };
-        // Every pipeline starts warm: the speech models and the voices loaded, the model
-        // server serving.
-        let _ = whisper.transcribe(&clips[0].samples).await;
-        if let Some(m) = &moonshine_stt {
-            let _ = m.transcribe(&clips[0].samples).await;
-        }
+        // Every pipeline starts warm: the speech models (above) and the voices loaded, the
+        // model server serving.
         for c in &configs {
             let _ = conversation(*c, &server, &voice_for(c), &clips[..1], memory.as_ref()).await;
         }
@@ -983,9 +1103,9 @@ fn main() {
             }
         }
 
-        // Each engine's word error, on the espeak questions and on human speech.
+        // Each engine's word error in the turns (each pipeline's transcripts), then on
+        // every clip transcribed whole, which decides the default.
         println!();
-        let mut rates = Vec::new();
         for (engine, name) in [(Engine::Whisper, stt.id.as_str()), (Engine::Moonshine, moonshine::MODEL_ID)] {
             let turns: Vec<&Measured> = results
                 .iter()
@@ -1004,26 +1124,15 @@ fn main() {
             };
             let all = score(None);
             println!(
-                "word error, {name}: espeak-ng {:.1} %, human speech {:.1} %, all {:.1} % ({} errors in {} words said)",
+                "word error in the turns, {name}: espeak-ng {:.1} %, human speech {:.1} %, all {:.1} % ({} errors in {} words said)",
                 score(Some(Source::Espeak)).rate() * 100.0,
                 score(Some(Source::Human)).rate() * 100.0,
                 all.rate() * 100.0,
                 all.errors,
                 all.said
             );
-            rates.push(all.rate());
         }
-        if let [whisper_rate, moonshine_rate] = rates[..] {
-            println!(
-                "Moonshine's word error is {} whisper's on these clips: {}",
-                if moonshine_rate <= whisper_rate { "no worse than" } else { "worse than" },
-                if moonshine_rate <= whisper_rate {
-                    "it can be the default English engine"
-                } else {
-                    "whisper stays the default"
-                }
-            );
-        }
+        print!("{word_error}");
         println!();
         for (name, factor, secs) in rtf {
             println!("real-time factor, {name} voice: {factor:.2} ({secs:.1} s of speech, warm)");
