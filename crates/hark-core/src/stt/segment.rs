@@ -7,8 +7,9 @@
 //!
 //! # Rules
 //! - The open segment is decoded when it holds speech no decode has heard, a tick after
-//!   that speech began ([`TICK_MS`], or twice the last interim decode's time if longer),
-//!   or at once at a pause ([`PAUSE_MS`] of silence after it).
+//!   that speech began ([`TICK_MS`], or twice the last interim decode's time if longer;
+//!   half a tick, [`RETRY_TICK_MS`], after a decode that brought no new words), or at
+//!   once at a pause ([`PAUSE_MS`] of silence after it).
 //!   One decode at a time: audio that comes during a decode waits for the next one, which
 //!   hears it all (a tick that falls during a decode is skipped, never queued).
 //! - [`COMMIT_PAUSE_MS`] of silence after speech ends the segment there. Its final text is
@@ -69,6 +70,16 @@ use crate::provider::{ErrorKind, ProviderError};
 /// Moonshine has heard most of it (one run: p95 691 ms against 450 ms at 200 on the same
 /// clips within the hour).
 pub const TICK_MS: usize = 200;
+
+/// How long after new speech begins the open segment is decoded again, at least, when its
+/// last decode brought no new words (none at all, or the text shown already): half a
+/// tick, or twice that decode's time when longer. Moonshine shows a word once it has
+/// heard most of it: it often makes nothing of a phrase's first 200 ms (the start of a
+/// word), or the same text again in the middle of a long word. In a run of the benchmark's
+/// human clips at a whole tick, a phrase's first words came about 240 ms after it began
+/// or, when that first decode was empty, about 460 ms (issue 20's goal is 500), and the
+/// longest waits for new words were two ticks with one such decode between them.
+pub const RETRY_TICK_MS: usize = TICK_MS / 2;
 
 /// Silence after speech that ends a segment. Longer than the pause at which the open
 /// segment is decoded ([`PAUSE_MS`]): a cut is final, and in real speech a 60 ms gap can
@@ -191,6 +202,9 @@ pub struct Segmenter {
     /// The open segment is decoded again this long (samples) after new speech begins:
     /// [`TICK_MS`], or more after slow decodes ([`Self::paced_by`]).
     tick: usize,
+    /// The same after a decode that brought no new words ([`RETRY_TICK_MS`], or more after
+    /// slow decodes).
+    retry_tick: usize,
     /// The key was released: no more audio; what is left is decoded as final.
     released: bool,
     /// The interim text sent last, so the same text is not sent twice.
@@ -216,6 +230,7 @@ impl Segmenter {
             heard: None,
             running: false,
             tick: samples(TICK_MS),
+            retry_tick: samples(RETRY_TICK_MS),
             released: false,
             shown: String::new(),
         }
@@ -295,6 +310,7 @@ impl Segmenter {
         self.segment += 1;
         // A new phrase: its decodes are short again.
         self.tick = samples(TICK_MS);
+        self.retry_tick = samples(RETRY_TICK_MS);
         self.heard = None;
         self.levels.clear();
         self.voiced_end = 0;
@@ -363,7 +379,8 @@ impl Segmenter {
     }
 
     /// How long `job` took to decode. After an interim decode of the open segment, the next
-    /// is due [`TICK_MS`] after new speech begins, or twice this when that is longer, so
+    /// is due [`TICK_MS`] after new speech begins, or twice this when that is longer (unless
+    /// it brought no new words: [`complete`](Self::complete) then makes it half a tick), so
     /// decoding takes at most about half of the time (and of one core) while the user
     /// speaks. A decode of another segment (a final one, or one of a phrase cut while it
     /// ran) says nothing of what the open one's cost.
@@ -371,15 +388,26 @@ impl Segmenter {
         if job.purpose == Purpose::Interim && job.segment == self.segment {
             let twice = (decode.as_secs_f64() * 2.0 * f64::from(STT_RATE)) as usize;
             self.tick = samples(TICK_MS).max(twice);
+            self.retry_tick = samples(RETRY_TICK_MS).max(twice);
         }
     }
 
     /// A decode's text. Returns the interim text to show when this changed it.
     pub fn complete(&mut self, job: Job, text: &str) -> Option<String> {
         self.running = false;
-        let text = text.trim().to_string();
+        // Punctuation alone is no words (Moonshine can make a "." of a breath).
+        let text = if text.chars().any(char::is_alphanumeric) {
+            text.trim().to_string()
+        } else {
+            String::new()
+        };
         let of_open = job.segment == self.segment;
         if of_open {
+            let nothing_new = text.is_empty() || self.heard.as_ref().is_some_and(|h| h.text == text);
+            if job.purpose == Purpose::Interim && nothing_new {
+                // Look again sooner (see RETRY_TICK_MS).
+                self.tick = self.retry_tick;
+            }
             self.heard = Some(Heard {
                 covers: job.covers,
                 tail: job.tail(),

@@ -286,6 +286,16 @@ fn a_tick_during_a_decode_is_skipped_not_queued() {
     assert!(s.next_job().is_none());
 }
 
+/// Speech (words `from..`) pushed 20 ms at a time until a decode is due: how much it took.
+fn new_speech_until_due(s: &mut Segmenter, from: usize) -> usize {
+    let mut pushed = 0;
+    while !s.has_job() {
+        s.push(&speech(from..from + 6, QUIET)[pushed..pushed + ms(20)]);
+        pushed += ms(20);
+    }
+    pushed
+}
+
 /// The recogniser's pace (issue 20): a decode is due [`TICK_MS`] after new speech begins
 /// while decodes are quick, and twice the last interim decode's time after it when they
 /// are slow (a long phrase, a busy machine), so decoding never takes the whole core; the
@@ -303,14 +313,6 @@ fn slow_decodes_space_the_next_ones_out_until_the_next_phrase() {
     // A 300 ms decode: 200 ms of new speech is not enough, 600 ms is.
     s.paced_by(&due, std::time::Duration::from_millis(300));
     s.complete(due, "w0 w1");
-    let new_speech_until_due = |s: &mut Segmenter, from: usize| {
-        let mut pushed = 0;
-        while !s.has_job() {
-            s.push(&speech(from..from + 6, QUIET)[pushed..pushed + ms(20)]);
-            pushed += ms(20);
-        }
-        pushed
-    };
     let pushed = new_speech_until_due(&mut s, 2);
     assert!(
         (ms(580)..=ms(620)).contains(&pushed),
@@ -327,6 +329,47 @@ fn slow_decodes_space_the_next_ones_out_until_the_next_phrase() {
     }
     let pushed = new_speech_until_due(&mut s, 8);
     assert!(pushed <= ms(240), "due after {} ms of new speech", pushed / 16);
+}
+
+/// A decode that brought no new words (Moonshine on a phrase's first 200 ms, the start of
+/// a word; or the same text again in the middle of a long word) is followed half a tick
+/// of new speech later, not a whole tick, so new words are not a tick late; after one
+/// that brought words the pace is a tick again; and a slow decode still spaces them out.
+#[test]
+fn a_decode_that_brought_no_new_words_is_followed_sooner() {
+    let mut s = Segmenter::new();
+    let decode = |s: &mut Segmenter, took_ms: u64, text: &str| {
+        let job = s.next_job().expect("a decode is due");
+        s.paced_by(&job, Duration::from_millis(took_ms));
+        s.complete(job, text)
+    };
+    s.push(&cat(&[silence(100), speech(0..1, QUIET)]));
+    assert_eq!(decode(&mut s, 40, " . "), None, "punctuation alone is nothing to show");
+    let pushed = new_speech_until_due(&mut s, 1);
+    assert!(
+        pushed <= ms(RETRY_TICK_MS + 20),
+        "due after {} ms of new speech",
+        pushed / 16
+    );
+    assert_eq!(decode(&mut s, 40, "w0").as_deref(), Some("w0"));
+    let pushed = new_speech_until_due(&mut s, 2);
+    assert!(pushed >= ms(TICK_MS), "due after {} ms of new speech", pushed / 16);
+    // The same words again.
+    assert_eq!(decode(&mut s, 40, "w0"), None);
+    let pushed = new_speech_until_due(&mut s, 3);
+    assert!(
+        pushed <= ms(RETRY_TICK_MS + 20),
+        "due after {} ms of new speech",
+        pushed / 16
+    );
+    // A slow decode with nothing new: twice its time, more than half a tick.
+    assert_eq!(decode(&mut s, 150, "w0"), None);
+    let pushed = new_speech_until_due(&mut s, 4);
+    assert!(
+        (ms(280)..=ms(320)).contains(&pushed),
+        "due after {} ms of new speech",
+        pushed / 16
+    );
 }
 
 #[test]
