@@ -14,12 +14,12 @@
 //!   is asked for again; no answer within the tool's time limit is a no.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use super::turn::{drained, Drain};
 use crate::audio::playback::AudioOut;
 use crate::tools::consent::{Answer, Asker, ConsentRequest};
 use crate::tts::{AudioChunk, Synthesizer};
@@ -126,13 +126,15 @@ pub struct Aside {
 
 /// Says `aside` once the reply queued so far has played: synthesised with the session's
 /// voice and played through the output's aside channel. Stops as soon as it is settled.
+/// It waits for the reply as the turn does ([`drained`]): a speaker that stopped playing
+/// the reply is not waited on for ever, and is not given the question either.
 pub async fn say_aside(tts: &dyn Synthesizer, out: &dyn AudioOut, aside: Aside) {
-    while !out.is_idle() {
-        let wait = Duration::from_millis(out.queued_ms().clamp(10, 200));
-        tokio::select! {
-            _ = tokio::time::sleep(wait) => {}
-            _ = aside.settled.cancelled() => return,
-        }
+    if let Err(e) = drained(out, Drain::Idle, &aside.settled).await {
+        tracing::warn!("the consent question was not spoken: {e}");
+        return;
+    }
+    if aside.settled.is_cancelled() {
+        return;
     }
     let (tx, mut rx) = mpsc::unbounded_channel::<AudioChunk>();
     let synth = tts.synthesize(&aside.text, &tx);
@@ -161,7 +163,12 @@ pub async fn say_aside(tts: &dyn Synthesizer, out: &dyn AudioOut, aside: Aside) 
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
     use super::*;
+    use crate::audio::playback::{Heard, Tracker};
+    use crate::testing::ToneTts;
     use crate::tools::consent::Refuse;
 
     fn request() -> ConsentRequest {
@@ -206,6 +213,59 @@ mod tests {
             .await
             .expect("the spoken question is withdrawn");
         assert!(!q.answer(Answer::Yes), "nobody waits for it");
+    }
+
+    /// A speaker that took a reply and plays none of it, and counts what it is given to
+    /// say aside.
+    #[derive(Default)]
+    struct Stalled {
+        tracker: Tracker,
+        asides: AtomicUsize,
+    }
+
+    impl AudioOut for Stalled {
+        fn tracker(&self) -> &Tracker {
+            &self.tracker
+        }
+        fn start_reply(&self) {}
+        fn push(&self, sentence: usize, samples: Vec<f32>, rate: u32) {
+            self.tracker.queue(sentence, samples.len(), rate);
+        }
+        fn flush(&self) -> Heard {
+            self.tracker.heard()
+        }
+        fn is_idle(&self) -> bool {
+            false
+        }
+        fn aside(&self, _: Vec<f32>, _: u32) {
+            self.asides.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// The question waits for the reply queued before it, as the turn does: when the
+    /// speaker stops playing that reply, the wait ends (it waited for ever, until the
+    /// question was settled) and the question is not queued behind audio that will never
+    /// play. On tokio's paused clock, with an hour's deadline.
+    #[tokio::test(start_paused = true)]
+    async fn a_question_after_a_reply_the_speaker_stopped_playing_does_not_wait_for_ever() {
+        let out = Stalled::default();
+        let sentence = out.begin_sentence("Here is your reply.");
+        out.push(sentence, vec![0.0; 16_000], 16_000);
+        let aside = Aside {
+            text: "May I create the event?".into(),
+            settled: CancellationToken::new(),
+        };
+        tokio::time::timeout(
+            Duration::from_secs(3_600),
+            say_aside(&ToneTts { ms_per_char: 20 }, &out, aside),
+        )
+        .await
+        .expect("the wait for the reply ends");
+        assert_eq!(
+            out.asides.load(Ordering::SeqCst),
+            0,
+            "nothing is queued behind a stalled reply"
+        );
     }
 
     #[tokio::test]

@@ -306,7 +306,7 @@ const STALL_AFTER: Duration = Duration::from_secs(5);
 
 /// How far [`drained`] waits the output down.
 #[derive(Debug, Clone, Copy)]
-enum Drain {
+pub(super) enum Drain {
     /// Until at most this many milliseconds are queued (room for the next sentence).
     To(u64),
     /// Until everything queued has been played and the output is idle.
@@ -320,7 +320,7 @@ enum Drain {
 /// hung there for ever). When every sample has been taken and the player still has not
 /// said it is idle (it notices that its last source ended at the device's next pull,
 /// which a stalled device never makes), the reply has been played: the turn ends so.
-async fn drained(out: &dyn AudioOut, until: Drain, barge_in: &CancellationToken) -> Result<(), AudioError> {
+pub(super) async fn drained(out: &dyn AudioOut, until: Drain, barge_in: &CancellationToken) -> Result<(), AudioError> {
     // tokio's clock, so tests can run this under `tokio::time::pause()`.
     let mut last = out.heard().ms;
     let mut still_since = tokio::time::Instant::now();
