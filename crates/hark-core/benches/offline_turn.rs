@@ -470,6 +470,31 @@ async fn beckett_clip(manifest: &Manifest, speech: &Path) -> Clip {
     Clip::new("beckett.wav".into(), Source::Human, BECKETT_TEXT, samples)
 }
 
+/// The word error of transcripts (`(source, said, heard)`) on the espeak-ng questions, on
+/// human speech and in all, as the benchmark prints it (`width`: each rate's), and the rate
+/// in all.
+fn word_error_figures<'a>(heard: impl Iterator<Item = (Source, &'a str, &'a str)>, width: usize) -> (String, f64) {
+    let (mut espeak, mut human) = (WordErrors::default(), WordErrors::default());
+    for (source, said, heard) in heard {
+        let errors = WordErrors::of(said, heard);
+        match source {
+            Source::Espeak => espeak += errors,
+            Source::Human => human += errors,
+        }
+    }
+    let mut all = espeak;
+    all += human;
+    let figures = format!(
+        "espeak-ng {:>width$.1} %, human speech {:>width$.1} %, all {:>width$.1} % ({} errors in {} words said)",
+        espeak.rate() * 100.0,
+        human.rate() * 100.0,
+        all.rate() * 100.0,
+        all.errors,
+        all.said
+    );
+    (figures, all.rate())
+}
+
 /// Each engine's word error on `clips`, each transcribed whole (Moonshine through the
 /// same phrases as its live transcription): the comparison issue 20's rule decides the
 /// default English engine by. The turns' twelve Asterisk prompts are 110 words of human
@@ -495,25 +520,15 @@ async fn word_error_whole(engines: [(&str, &dyn Transcriber); 2], clips: &[&Clip
                     .unwrap_or_else(|e| panic!("{name}, {}: {e}", clip.name)),
             );
         }
-        let score = |source: Option<Source>| -> WordErrors {
+        let (figures, rate) = word_error_figures(
             clips
                 .iter()
                 .zip(&texts)
-                .filter(|(c, _)| source.is_none_or(|s| c.source == s))
-                .map(|(c, t)| WordErrors::of(&c.said, t))
-                .sum()
-        };
-        let all = score(None);
-        let _ = writeln!(
-            report,
-            "  {name:<16} espeak-ng {:>5.1} %, human speech {:>5.1} %, all {:>5.1} % ({} errors in {} words said)",
-            score(Some(Source::Espeak)).rate() * 100.0,
-            score(Some(Source::Human)).rate() * 100.0,
-            all.rate() * 100.0,
-            all.errors,
-            all.said
+                .map(|(c, t)| (c.source, c.said.as_str(), t.as_str())),
+            5,
         );
-        rates.push(all.rate());
+        let _ = writeln!(report, "  {name:<16} {figures}");
+        rates.push(rate);
         heard.push(texts);
     }
     if verbose() {
@@ -569,33 +584,20 @@ struct Measured {
 /// the transcript had none: `release_brought_words` false): the words on screen held all
 /// of it, the last of them shown before it was finished.
 fn longest_wait(updates: &[f64], released: f64, release_brought_words: bool, speech: &[(f64, f64)]) -> f64 {
-    let mut points = updates.to_vec();
-    points.push(released);
-    let last = points.len() - 2;
-    points
-        .windows(2)
-        .enumerate()
-        .map(|(i, w)| {
-            let (a, b) = (w[0], w[1]);
-            speech
-                .iter()
-                .enumerate()
-                .map(|(k, &(start, end))| {
-                    let quiet_pause = match speech.get(k + 1) {
-                        // No update before the next phrase began.
-                        Some(&(next, _)) => b >= next,
-                        None => i == last && !release_brought_words,
-                    };
-                    let held_all = start <= a && a < end && end < b && quiet_pause;
-                    if held_all {
-                        0.0
-                    } else {
-                        (end.min(b) - start.max(a)).max(0.0)
-                    }
-                })
-                .sum::<f64>()
-        })
-        .fold(0.0, f64::max)
+    longest(updates, released, |a, b, at_release| {
+        // The phrase the update at `a` came in, when it ended before `b` and no new words
+        // came in the pause after it (no update before the next phrase began).
+        let held_all = speech
+            .iter()
+            .enumerate()
+            .find(|(_, &(start, end))| start <= a && a < end && end < b)
+            .filter(|&(k, _)| match speech.get(k + 1) {
+                Some(&(next, _)) => b >= next,
+                None => at_release && !release_brought_words,
+            })
+            .map_or(0.0, |(_, &(_, end))| end - a);
+        speech_between(speech, a, b) - held_all
+    })
 }
 
 /// The wait as measured at b025a6d: the speech between two changes of the text
@@ -605,11 +607,20 @@ fn longest_wait(updates: &[f64], released: f64, release_brought_words: bool, spe
 /// a pause, then 370 ms of the next phrase before its first word: a 700 ms wait), and a
 /// change of punctuation alone ended one.
 fn longest_wait_before(updates: &[f64], released: f64, speech: &[(f64, f64)]) -> f64 {
+    longest(updates, released, |a, b, _| speech_between(speech, a, b))
+}
+
+/// The longest `wait(a, b, at_release)` between two updates in a row, or the last update
+/// and the release (`at_release`).
+fn longest(updates: &[f64], released: f64, wait: impl Fn(f64, f64, bool) -> f64) -> f64 {
+    // The window that ends at the release.
+    let last = updates.len().saturating_sub(1);
     let mut points = updates.to_vec();
     points.push(released);
     points
         .windows(2)
-        .map(|w| speech_between(speech, w[0], w[1]))
+        .enumerate()
+        .map(|(i, w)| wait(w[0], w[1], i == last))
         .fold(0.0, f64::max)
 }
 
@@ -1159,22 +1170,11 @@ fn main() {
             if turns.is_empty() {
                 continue;
             }
-            let score = |source: Option<Source>| -> WordErrors {
-                turns
-                    .iter()
-                    .filter(|t| source.is_none_or(|s| t.source == s))
-                    .map(|t| WordErrors::of(&t.said, &t.heard))
-                    .sum()
-            };
-            let all = score(None);
-            println!(
-                "word error in the turns, {name}: espeak-ng {:.1} %, human speech {:.1} %, all {:.1} % ({} errors in {} words said)",
-                score(Some(Source::Espeak)).rate() * 100.0,
-                score(Some(Source::Human)).rate() * 100.0,
-                all.rate() * 100.0,
-                all.errors,
-                all.said
+            let (figures, _) = word_error_figures(
+                turns.iter().map(|t| (t.source, t.said.as_str(), t.heard.as_str())),
+                0,
             );
+            println!("word error in the turns, {name}: {figures}");
         }
         print!("{word_error}");
         println!();

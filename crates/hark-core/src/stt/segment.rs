@@ -199,12 +199,11 @@ pub struct Segmenter {
     heard: Option<Heard>,
     /// A decode is running (one at a time).
     running: bool,
-    /// The open segment is decoded again this long (samples) after new speech begins:
-    /// [`TICK_MS`], or more after slow decodes ([`Self::paced_by`]).
-    tick: usize,
-    /// The same after a decode that brought no new words ([`RETRY_TICK_MS`], or more after
-    /// slow decodes).
-    retry_tick: usize,
+    /// Twice the time of the open segment's last interim decode, in samples (0 before its
+    /// first): the least [`tick`](Self::tick) ([`Self::paced_by`]).
+    paced: usize,
+    /// The open segment's last interim decode brought no new words.
+    nothing_new: bool,
     /// The key was released: no more audio; what is left is decoded as final.
     released: bool,
     /// The interim text sent last, so the same text is not sent twice.
@@ -229,8 +228,8 @@ impl Segmenter {
             unheard_since: None,
             heard: None,
             running: false,
-            tick: samples(TICK_MS),
-            retry_tick: samples(RETRY_TICK_MS),
+            paced: 0,
+            nothing_new: false,
             released: false,
             shown: String::new(),
         }
@@ -309,8 +308,8 @@ impl Segmenter {
         });
         self.segment += 1;
         // A new phrase: its decodes are short again.
-        self.tick = samples(TICK_MS);
-        self.retry_tick = samples(RETRY_TICK_MS);
+        self.paced = 0;
+        self.nothing_new = false;
         self.heard = None;
         self.levels.clear();
         self.voiced_end = 0;
@@ -348,7 +347,15 @@ impl Segmenter {
         let len = self.open.len();
         self.released
             || len - self.voiced_end >= PAUSE
-            || self.unheard_since.is_some_and(|since| len - since >= self.tick)
+            || self.unheard_since.is_some_and(|since| len - since >= self.tick())
+    }
+
+    /// How long (samples) after new speech begins the open segment is decoded again:
+    /// [`TICK_MS`], or [`RETRY_TICK_MS`] after a decode that brought no new words, or
+    /// twice the last decode's time when that is longer.
+    fn tick(&self) -> usize {
+        let least = if self.nothing_new { RETRY_TICK_MS } else { TICK_MS };
+        samples(least).max(self.paced)
     }
 
     /// The next decode to run, if one is due and none is running: a cut segment's final
@@ -379,16 +386,14 @@ impl Segmenter {
     }
 
     /// How long `job` took to decode. After an interim decode of the open segment, the next
-    /// is due [`TICK_MS`] after new speech begins, or twice this when that is longer (unless
-    /// it brought no new words: [`complete`](Self::complete) then makes it half a tick), so
-    /// decoding takes at most about half of the time (and of one core) while the user
-    /// speaks. A decode of another segment (a final one, or one of a phrase cut while it
-    /// ran) says nothing of what the open one's cost.
+    /// is due [`TICK_MS`] after new speech begins (half a tick when it brought no new words:
+    /// [`complete`](Self::complete) knows), or twice this when that is longer, so decoding
+    /// takes at most about half of the time (and of one core) while the user speaks. A
+    /// decode of another segment (a final one, or one of a phrase cut while it ran) says
+    /// nothing of what the open one's cost.
     pub fn paced_by(&mut self, job: &Job, decode: std::time::Duration) {
         if job.purpose == Purpose::Interim && job.segment == self.segment {
-            let twice = (decode.as_secs_f64() * 2.0 * f64::from(STT_RATE)) as usize;
-            self.tick = samples(TICK_MS).max(twice);
-            self.retry_tick = samples(RETRY_TICK_MS).max(twice);
+            self.paced = (decode.as_secs_f64() * 2.0 * f64::from(STT_RATE)) as usize;
         }
     }
 
@@ -403,10 +408,9 @@ impl Segmenter {
         };
         let of_open = job.segment == self.segment;
         if of_open {
-            let nothing_new = text.is_empty() || self.heard.as_ref().is_some_and(|h| h.text == text);
-            if job.purpose == Purpose::Interim && nothing_new {
-                // Look again sooner (see RETRY_TICK_MS).
-                self.tick = self.retry_tick;
+            if job.purpose == Purpose::Interim {
+                // No new words: look again sooner (see RETRY_TICK_MS).
+                self.nothing_new = text.is_empty() || self.heard.as_ref().is_some_and(|h| h.text == text);
             }
             self.heard = Some(Heard {
                 covers: job.covers,
