@@ -18,6 +18,11 @@
 //! them empty, so the first step's are kept; each step's self-attention cache is fed to
 //! the next. The ids become text by the tokenizer's vocabulary alone ([`detokenize`]): no
 //! tokenizer crate, as nothing is ever encoded.
+//!
+//! A rough interim decode (`segment::Job::may_be_rough`) reads the last decode's tokens of
+//! the same phrase as a draft, all in the first step, and goes on one token at a time
+//! from the first the decoder disagrees with ([`Moonshine::transcribe_from`]): a long
+//! phrase's interim decode then costs a step or a few instead of one per token.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -30,7 +35,7 @@ use ort::value::{DynValue, Tensor};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::segment::{self, Decoder};
+use super::segment::{self, Decoder, Job};
 use super::{LiveTranscription, Transcriber};
 use crate::idle::IdleSlot;
 use crate::provider::{ErrorKind, ProviderError};
@@ -202,23 +207,60 @@ fn is_self_attention(index: usize) -> bool {
     index % 4 < 2
 }
 
-/// The id with the highest score in the last row of `logits` (`[1, steps, vocabulary]`);
-/// a NaN score never wins.
-fn argmax_last(logits: &DynValue) -> Result<i64, ProviderError> {
+/// The id with the highest score in each row of `logits` (`[1, steps, vocabulary]`): the
+/// token the decoder predicts after each input token; a NaN score never wins.
+fn argmax_rows(logits: &DynValue) -> Result<Vec<i64>, ProviderError> {
     let (shape, scores) = logits.try_extract_tensor::<f32>().map_err(run_err)?;
     let width = shape.last().and_then(|w| usize::try_from(*w).ok()).unwrap_or(0);
-    if width == 0 || scores.len() < width {
+    if width == 0 || scores.is_empty() || scores.len() % width != 0 {
         return Err(engine_err(format!(
             "Moonshine's decoder returned logits of shape {:?}",
             &shape[..]
         )));
     }
-    let row = &scores[scores.len() - width..];
-    let (best, _) = row.iter().enumerate().fold(
-        (0, f32::NEG_INFINITY),
-        |(bi, bv), (i, &v)| if v > bv { (i, v) } else { (bi, bv) },
-    );
-    Ok(best as i64)
+    Ok(scores
+        .chunks(width)
+        .map(|row| {
+            let (best, _) = row.iter().enumerate().fold(
+                (0, f32::NEG_INFINITY),
+                |(bi, bv), (i, &v)| if v > bv { (i, v) } else { (bi, bv) },
+            );
+            best as i64
+        })
+        .collect())
+}
+
+/// A self-attention cache entry (`[1, heads, positions, head size]`) cut to its first
+/// `keep` positions: what the decoder holds after reading only those tokens (each
+/// position's key and value depend on the tokens up to it alone).
+fn first_positions(value: &DynValue, keep: usize) -> Result<DynValue, ProviderError> {
+    let (shape, data) = value.try_extract_tensor::<f32>().map_err(run_err)?;
+    let positions = shape.get(2).and_then(|p| usize::try_from(*p).ok()).unwrap_or(0);
+    if shape.len() != 4 || data.len() != HEADS * positions * HEAD_DIM || keep > positions {
+        return Err(engine_err(format!(
+            "Moonshine's decoder returned a cache of shape {:?}",
+            &shape[..]
+        )));
+    }
+    let kept: Vec<f32> = data
+        .chunks(positions * HEAD_DIM)
+        .flat_map(|head| &head[..keep * HEAD_DIM])
+        .copied()
+        .collect();
+    Ok(Tensor::from_array(([1usize, HEADS, keep, HEAD_DIM], kept))
+        .map_err(run_err)?
+        .into_dyn())
+}
+
+/// One decode's result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decoded {
+    pub text: String,
+    /// Its token ids, `<s>` and `</s>` left out: the draft of the next decode of the
+    /// same phrase ([`Moonshine::transcribe_from`]).
+    pub tokens: Vec<i64>,
+    /// How many times the decoder ran.
+    pub passes: usize,
 }
 
 /// The two sessions; one decode uses both in turn.
@@ -312,16 +354,50 @@ impl Moonshine {
     /// ([`MIN_SAMPLES`]) is no text; a non-finite sample counts as silence. With `stop`,
     /// gives up (a `Cancelled` error) at the next decoder step once it is cancelled.
     pub fn transcribe(&self, audio: &[f32], stop: Option<&CancellationToken>) -> Result<String, ProviderError> {
-        if audio.len() < MIN_SAMPLES {
-            return Ok(String::new());
-        }
-        let audio: Vec<f32> = audio.iter().map(|s| if s.is_finite() { *s } else { 0.0 }).collect();
-        let ids = self.tokens(audio, stop)?;
-        Ok(self.vocab.decode(&ids).trim().to_string())
+        Ok(self.transcribe_from(audio, &[], stop)?.text)
     }
 
-    /// The token ids of a clip, `<s>` and `</s>` left out.
-    fn tokens(&self, audio: Vec<f32>, stop: Option<&CancellationToken>) -> Result<Vec<i64>, ProviderError> {
+    /// [`transcribe`](Self::transcribe), reading `draft` (the tokens of an earlier decode
+    /// of the same phrase, shorter) in one decoder pass: the tokens the decoder agrees
+    /// with are kept, and it goes on one token at a time from the first it does not. A
+    /// phrase's words so far seldom change, so an interim decode of a 4 s phrase takes
+    /// one pass and a few steps instead of twenty-odd steps.
+    ///
+    /// Not exactly greedy decoding: the int8 model quantizes each pass's activations with
+    /// the range of all its rows, so a pass over many tokens can score a row a little
+    /// differently from a pass over one (4 of 19 interim decodes of a 4 s prompt, in a
+    /// check with Python's onnxruntime, each another reading of the same speech). So it
+    /// is for interim words only; a segment's final text comes from an empty draft.
+    pub fn transcribe_from(
+        &self,
+        audio: &[f32],
+        draft: &[i64],
+        stop: Option<&CancellationToken>,
+    ) -> Result<Decoded, ProviderError> {
+        if audio.len() < MIN_SAMPLES {
+            return Ok(Decoded {
+                text: String::new(),
+                tokens: Vec::new(),
+                passes: 0,
+            });
+        }
+        let audio: Vec<f32> = audio.iter().map(|s| if s.is_finite() { *s } else { 0.0 }).collect();
+        let (tokens, passes) = self.tokens(audio, draft, stop)?;
+        Ok(Decoded {
+            text: self.vocab.decode(&tokens).trim().to_string(),
+            tokens,
+            passes,
+        })
+    }
+
+    /// The token ids of a clip, `<s>` and `</s>` left out, and how many decoder passes
+    /// they took.
+    fn tokens(
+        &self,
+        audio: Vec<f32>,
+        draft: &[i64],
+        stop: Option<&CancellationToken>,
+    ) -> Result<(Vec<i64>, usize), ProviderError> {
         let stopped_now = || stop.is_some_and(CancellationToken::is_cancelled);
         if stopped_now() {
             return Err(stopped());
@@ -337,8 +413,8 @@ impl Moonshine {
             .remove("last_hidden_state")
             .ok_or_else(|| engine_err("Moonshine's encoder returned no last_hidden_state"))?;
 
-        // The first step takes no cache (its branch reads none): empty tensors stand in,
-        // as in the reference code.
+        // The first pass takes no cache (its branch reads none): empty tensors stand in,
+        // as in the reference code. It reads `<s>` and the draft.
         let mut past: Vec<DynValue> = (0..self.past_names.len())
             .map(|_| {
                 Tensor::from_array(([1usize, HEADS, 0, HEAD_DIM], Vec::<f32>::new()))
@@ -346,46 +422,83 @@ impl Moonshine {
                     .map_err(run_err)
             })
             .collect::<Result<_, _>>()?;
-        let mut tokens = Vec::new();
-        let mut last = START;
-        for step in 0..cap {
+        let draft = &draft[..draft.len().min(cap)];
+        let mut ids = Vec::with_capacity(1 + draft.len());
+        ids.push(START);
+        ids.extend_from_slice(draft);
+        let predicted = self.pass(decoder, ids, &hidden, &mut past, true)?;
+        // The draft's tokens up to the first the decoder would not have made; after them,
+        // its own.
+        let agreed = draft.iter().zip(&predicted).take_while(|(d, p)| d == p).count();
+        if agreed < draft.len() {
+            for (i, value) in past.iter_mut().enumerate() {
+                if is_self_attention(i) {
+                    *value = first_positions(value, agreed + 1)?;
+                }
+            }
+        }
+        let mut tokens = draft[..agreed].to_vec();
+        let mut next = *predicted
+            .get(agreed)
+            .ok_or_else(|| engine_err("Moonshine's decoder returned too few rows of logits"))?;
+        let mut passes = 1;
+        while next != END && tokens.len() < cap {
+            tokens.push(next);
+            if tokens.len() == cap {
+                break;
+            }
             if stopped_now() {
                 return Err(stopped());
             }
-            let mut inputs: Vec<(Cow<'_, str>, SessionInputValue<'_>)> = Vec::with_capacity(3 + past.len());
-            inputs.push((
-                "input_ids".into(),
-                Tensor::from_array(([1usize, 1], vec![last])).map_err(run_err)?.into(),
-            ));
-            inputs.push(("encoder_hidden_states".into(), (&hidden).into()));
-            inputs.push((
-                "use_cache_branch".into(),
-                Tensor::from_array(([1usize], vec![step > 0])).map_err(run_err)?.into(),
-            ));
-            for (name, value) in self.past_names.iter().zip(&past) {
-                inputs.push((name.as_str().into(), value.into()));
-            }
-            let outputs = decoder.run(inputs).map_err(run_err)?;
-            let mut next = None;
-            for (name, value) in outputs {
-                if name == "logits" {
-                    next = Some(argmax_last(&value)?);
-                } else if let Some(i) = self.present_names.iter().position(|p| p.as_str() == name) {
-                    // Cross-attention comes whole from the first step only: later steps
-                    // return it empty.
-                    if step == 0 || is_self_attention(i) {
-                        past[i] = value;
-                    }
+            next = *self
+                .pass(decoder, vec![next], &hidden, &mut past, false)?
+                .last()
+                .ok_or_else(|| engine_err("Moonshine's decoder returned no logits"))?;
+            passes += 1;
+        }
+        Ok((tokens, passes))
+    }
+
+    /// One decoder pass over `ids` after the tokens `past` holds: the token it predicts
+    /// after each of them. The self-attention cache grows by `ids`; cross-attention comes
+    /// whole from the `first` pass only (later ones return it empty).
+    fn pass(
+        &self,
+        decoder: &mut Session,
+        ids: Vec<i64>,
+        hidden: &DynValue,
+        past: &mut [DynValue],
+        first: bool,
+    ) -> Result<Vec<i64>, ProviderError> {
+        let mut inputs: Vec<(Cow<'_, str>, SessionInputValue<'_>)> = Vec::with_capacity(3 + past.len());
+        inputs.push((
+            "input_ids".into(),
+            Tensor::from_array(([1usize, ids.len()], ids)).map_err(run_err)?.into(),
+        ));
+        inputs.push(("encoder_hidden_states".into(), hidden.into()));
+        inputs.push((
+            "use_cache_branch".into(),
+            Tensor::from_array(([1usize], vec![!first])).map_err(run_err)?.into(),
+        ));
+        for (name, value) in self.past_names.iter().zip(past.iter()) {
+            inputs.push((name.as_str().into(), value.into()));
+        }
+        let outputs = decoder.run(inputs).map_err(run_err)?;
+        let mut predicted = None;
+        let mut present = Vec::new();
+        for (name, value) in outputs {
+            if name == "logits" {
+                predicted = Some(argmax_rows(&value)?);
+            } else if let Some(i) = self.present_names.iter().position(|p| p.as_str() == name) {
+                if first || is_self_attention(i) {
+                    present.push((i, value));
                 }
             }
-            let next = next.ok_or_else(|| engine_err("Moonshine's decoder returned no logits"))?;
-            if next == END {
-                break;
-            }
-            tokens.push(next);
-            last = next;
         }
-        Ok(tokens)
+        for (i, value) in present {
+            past[i] = value;
+        }
+        predicted.ok_or_else(|| engine_err("Moonshine's decoder returned no logits"))
     }
 }
 
@@ -449,11 +562,11 @@ impl MoonshineStt {
         })
     }
 
-    /// One decode (blocking).
-    fn decode(&self, audio: &[f32], stop: Option<&CancellationToken>) -> Result<String, ProviderError> {
-        let text = self.model()?.transcribe(audio, stop);
+    /// One decode (blocking), from `draft` ([`Moonshine::transcribe_from`]).
+    fn decode(&self, audio: &[f32], draft: &[i64], stop: Option<&CancellationToken>) -> Result<Decoded, ProviderError> {
+        let decoded = self.model()?.transcribe_from(audio, draft, stop);
         self.engine.touch(); // idle time counts from the end of a use
-        text
+        decoded
     }
 
     /// A whole clip, through the same segments as the live transcription (one decode per
@@ -461,9 +574,11 @@ impl MoonshineStt {
     /// thread.
     async fn run(&self, audio: &[f32], stop: Option<CancellationToken>) -> Result<String, ProviderError> {
         let (this, audio) = (self.clone(), audio.to_vec());
-        tokio::task::spawn_blocking(move || segment::transcribe_whole(&audio, |clip| this.decode(clip, stop.as_ref())))
-            .await
-            .map_err(|e| engine_err(format!("the transcription thread failed: {e}")))?
+        tokio::task::spawn_blocking(move || {
+            segment::transcribe_whole(&audio, |clip| this.decode(clip, &[], stop.as_ref()).map(|d| d.text))
+        })
+        .await
+        .map_err(|e| engine_err(format!("the transcription thread failed: {e}")))?
     }
 }
 
@@ -496,7 +611,18 @@ impl Transcriber for MoonshineStt {
         interim: mpsc::UnboundedSender<String>,
     ) -> Result<Option<Box<dyn LiveTranscription>>, ProviderError> {
         let this = self.clone();
-        let decoder: Decoder = Box::new(move |audio: &[f32], stop: &CancellationToken| this.decode(audio, Some(stop)));
+        // The last decode's segment and tokens: an interim decode of the same phrase that
+        // may be rough starts from them (see `Moonshine::transcribe_from`).
+        let mut last: Option<(u64, Vec<i64>)> = None;
+        let decoder: Decoder = Box::new(move |job: &Job, stop: &CancellationToken| {
+            let draft = match &last {
+                Some((segment, tokens)) if job.may_be_rough() && *segment == job.segment() => tokens.as_slice(),
+                _ => &[],
+            };
+            let decoded = this.decode(&job.audio, draft, Some(stop))?;
+            last = Some((job.segment(), decoded.tokens));
+            Ok(decoded.text)
+        });
         segment::start(PROVIDER, decoder, interim).map(Some)
     }
 }

@@ -26,6 +26,11 @@
 //!   two; the audio after the cut stays open, so none is lost.
 //! - Committed text never changes. The interim text is the committed segments' text, then
 //!   the open segment's latest decode.
+//! - An interim decode that heard no pause after the speech (less than [`PAUSE_MS`] of
+//!   silence) may be *rough* ([`Job::may_be_rough`]): the engine may take a shortcut
+//!   that can change a word, as Moonshine's draft does. Its text is shown, never final:
+//!   a segment whose last decode was rough is decoded again at its cut or the release.
+//!   (Its speech goes on, or it ends with the key held; the decode at the pause is exact.)
 //! - At release only what is not final is decoded: a cut segment still waiting for its
 //!   decode, then the open segment, unless a decode already heard all its speech.
 //! - The transcript is *settled* while a release would need no decode: no cut segment
@@ -148,13 +153,34 @@ impl Job {
     fn tail(&self) -> usize {
         self.heard - self.covers
     }
+
+    /// The segment it decodes (numbered from 0 as they open).
+    pub fn segment(&self) -> u64 {
+        self.segment
+    }
+
+    /// Whether its text may be rough (see the module's rules): an interim decode that
+    /// heard no pause, whose text is only shown.
+    pub fn may_be_rough(&self) -> bool {
+        self.purpose == Purpose::Interim && self.tail() < PAUSE
+    }
 }
 
 /// The latest finished decode of the open segment.
 struct Heard {
     covers: usize,
     tail: usize,
+    /// It was rough: never final.
+    rough: bool,
     text: String,
+}
+
+impl Heard {
+    /// Whether it is the final text of a segment whose speech ends at `voiced_end`, `len`
+    /// samples long.
+    fn is_final_of(&self, voiced_end: usize, len: usize) -> bool {
+        !self.rough && heard_all(self.covers, self.tail, voiced_end, len)
+    }
 }
 
 /// A segment cut off, waiting for its final text (cut segments commit in order).
@@ -296,7 +322,7 @@ impl Segmenter {
         } else {
             self.heard
                 .as_ref()
-                .filter(|h| heard_all(h.covers, h.tail, voiced_end, audio.len()))
+                .filter(|h| h.is_final_of(voiced_end, audio.len()))
                 .map(|h| h.text.clone())
         };
         self.cuts.push_back(Cut {
@@ -330,7 +356,7 @@ impl Segmenter {
     fn open_heard_all(&self) -> bool {
         self.heard
             .as_ref()
-            .is_some_and(|h| heard_all(h.covers, h.tail, self.voiced_end, self.open.len()))
+            .is_some_and(|h| h.is_final_of(self.voiced_end, self.open.len()))
     }
 
     /// Whether [`next_job`](Self::next_job) has a decode to give now.
@@ -415,13 +441,14 @@ impl Segmenter {
             self.heard = Some(Heard {
                 covers: job.covers,
                 tail: job.tail(),
+                rough: job.may_be_rough(),
                 text,
             });
         } else if let Some(cut) = self.cuts.iter_mut().find(|c| c.segment == job.segment) {
             // Its final decode, or a decode of it while it was open that the cut
             // overtook and that heard all of it.
-            let final_text =
-                job.purpose == Purpose::Final || heard_all(job.covers, job.tail(), cut.voiced_end, cut.len);
+            let final_text = job.purpose == Purpose::Final
+                || (!job.may_be_rough() && heard_all(job.covers, job.tail(), cut.voiced_end, cut.len));
             if cut.text.is_none() && final_text {
                 cut.text = Some(text);
                 cut.audio = Vec::new();
@@ -482,9 +509,10 @@ pub fn transcribe_whole<E>(audio: &[f32], mut decode: impl FnMut(&[f32]) -> Resu
     Ok(s.text())
 }
 
-/// How a live transcription decodes: a clip in, its text out, giving up (an error) once
-/// the token is cancelled. Called on the live transcription's own thread.
-pub type Decoder = Box<dyn FnMut(&[f32], &CancellationToken) -> Result<String, ProviderError> + Send>;
+/// How a live transcription decodes: a job's clip (`job.audio`) in, its text out, giving
+/// up (an error) once the token is cancelled. Called on the live transcription's own
+/// thread.
+pub type Decoder = Box<dyn FnMut(&Job, &CancellationToken) -> Result<String, ProviderError> + Send>;
 
 /// What the handle sends the thread.
 enum Msg {
@@ -574,7 +602,7 @@ fn run(
         publish(s.settled());
         if let Some(job) = s.next_job() {
             let started = std::time::Instant::now();
-            match decode(&job.audio, stop) {
+            match decode(&job, stop) {
                 Ok(text) => {
                     let took = started.elapsed();
                     tracing::debug!(
@@ -602,7 +630,7 @@ fn run(
 fn finish(s: &mut Segmenter, decode: &mut Decoder, stop: &CancellationToken) -> Result<String, ProviderError> {
     s.release();
     while let Some(job) = s.next_job() {
-        let text = decode(&job.audio, stop)?;
+        let text = decode(&job, stop)?;
         s.complete(job, &text);
     }
     Ok(s.text())

@@ -112,3 +112,79 @@ fn a_missing_file_is_named_with_the_way_to_fetch_it() {
         "{e}"
     );
 }
+
+/// The real model and an espeak-ng clip of `text` (16 kHz).
+fn model_and_clip(text: &str) -> (Moonshine, Vec<f32>) {
+    use crate::models::{Manifest, ModelStore};
+    assert!(
+        std::env::var_os("HARK_MODELS_DIR").is_some(),
+        "HARK_MODELS_DIR is not set: run the tests through scripts/test.sh"
+    );
+    let files = crate::assembly::Profile::default()
+        .moonshine_files(&Manifest::load().unwrap(), &ModelStore::default_dir())
+        .unwrap();
+    let model = Moonshine::load(&files).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let wav = dir.path().join("clip.wav");
+    let ok = std::process::Command::new("espeak-ng")
+        .arg("-w")
+        .arg(&wav)
+        .arg(text)
+        .status()
+        .expect("espeak-ng (scripts/install-deps.sh installs it)");
+    assert!(ok.success());
+    (model, crate::audio::wav::read_16k_mono(&wav).unwrap())
+}
+
+/// Live words (issue 20): an interim decode reads the last decode's tokens as a draft in
+/// one pass. The draft's words that the decoder agrees with are kept, and it goes on from
+/// the first it does not: the words of a longer clip from the decode of its first part,
+/// in fewer passes than a decode from nothing; a wrong draft costs passes, not words.
+#[test]
+#[ignore = "needs the Moonshine model (scripts/test.sh fetches it) and espeak-ng"]
+fn a_decode_from_a_draft_keeps_what_the_decoder_agrees_with_and_goes_on_from_there() {
+    let (model, clip) = model_and_clip("What time does the train to London leave tomorrow morning?");
+    let whole = model.transcribe_from(&clip, &[], None).unwrap();
+    assert!(whole.text.to_lowercase().contains("london"), "{whole:?}");
+    assert_eq!(
+        whole.passes,
+        whole.tokens.len() + 1,
+        "one pass a token, and one for </s>"
+    );
+
+    // Its own tokens: one pass.
+    let again = model.transcribe_from(&clip, &whole.tokens, None).unwrap();
+    assert_eq!((&again.tokens, again.passes), (&whole.tokens, 1));
+
+    // The first part's tokens (a draft that stops short, and may end in a word that the
+    // rest of the clip changes).
+    let mut part = clip[..clip.len() * 3 / 5].to_vec();
+    part.extend(std::iter::repeat_n(0.0, 3_200));
+    let first = model.transcribe_from(&part, &[], None).unwrap();
+    let from_first = model.transcribe_from(&clip, &first.tokens, None).unwrap();
+    assert_eq!(from_first.text, whole.text);
+    let shared = first
+        .tokens
+        .iter()
+        .zip(&whole.tokens)
+        .take_while(|(a, b)| a == b)
+        .count();
+    assert!(shared >= 3, "the first part's words begin the whole's: {first:?}");
+    assert_eq!(
+        from_first.passes,
+        whole.passes - shared,
+        "the tokens they share were read in one pass"
+    );
+
+    // A draft wrong from its third token on: other words, which the decoder must forget
+    // (its cache is cut back to the tokens it agreed with).
+    let mut wrong = whole.tokens[..2].to_vec();
+    wrong.extend([338, 278, 7483, 310, 3444]); // " is the capital of France"
+    let from_wrong = model.transcribe_from(&clip, &wrong, None).unwrap();
+    assert_eq!(from_wrong.text, whole.text);
+    assert_eq!(
+        from_wrong.passes,
+        whole.passes - 2,
+        "the first two tokens were read at once"
+    );
+}

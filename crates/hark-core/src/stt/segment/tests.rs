@@ -372,6 +372,44 @@ fn a_decode_that_brought_no_new_words_is_followed_sooner() {
     );
 }
 
+/// A rough decode (an interim one that heard no pause: Moonshine's draft) is shown but
+/// never final: released with no pause after the speech, where that decode heard all
+/// there is, the phrase is decoded again, exactly; the decode at a pause is exact, and
+/// it is the transcript with nothing left for the release.
+#[test]
+fn a_rough_decode_is_shown_but_never_final() {
+    let mut s = Segmenter::new();
+    s.push(&cat(&[silence(100), speech(0..2, QUIET)]));
+    let job = s.next_job().expect("a tick of speech");
+    assert!(job.may_be_rough(), "mid-speech");
+    let text = fake_decode(&job.audio);
+    assert_eq!(s.complete(job, &text), Some(text.clone()), "shown");
+    s.release();
+    let again = s.next_job().expect("decoded again at the release");
+    assert_eq!(again.purpose, Purpose::Final);
+    assert!(!again.may_be_rough());
+    s.complete(again, &text);
+    assert!(s.next_job().is_none());
+    assert_eq!(s.text(), text);
+
+    let mut s = Segmenter::new();
+    s.push(&cat(&[
+        silence(100),
+        speech(0..1, QUIET),
+        silence(crate::audio::silence::PAUSE_MS + 20),
+    ]));
+    let mut last = None;
+    while let Some(job) = s.next_job() {
+        let text = fake_decode(&job.audio);
+        last = Some(job.may_be_rough());
+        s.complete(job, &text);
+    }
+    assert_eq!(last, Some(false), "the decode at the pause is exact");
+    s.release();
+    assert!(s.next_job().is_none(), "its text is final");
+    assert_eq!(s.text(), words(0..1));
+}
+
 #[test]
 fn silence_and_bad_samples_decode_nothing() {
     let mut s = Segmenter::new();
@@ -392,12 +430,12 @@ fn silence_and_bad_samples_decode_nothing() {
 
 /// A decoder for the threaded tests: the fake engine, holding `alive` while it exists.
 fn decoder(alive: Arc<()>) -> Decoder {
-    Box::new(move |audio, stop| {
+    Box::new(move |job, stop| {
         let _held = &alive;
         if stop.is_cancelled() {
             return Err(ProviderError::new("test", ErrorKind::Cancelled, "stopped"));
         }
-        Ok(fake_decode(audio))
+        Ok(fake_decode(&job.audio))
     })
 }
 

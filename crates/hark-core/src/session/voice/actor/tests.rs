@@ -663,12 +663,12 @@ struct Settling {
 impl Settling {
     fn decoder(&self) -> crate::stt::segment::Decoder {
         let this = self.clone();
-        Box::new(move |audio, _| {
+        Box::new(move |job, _| {
             use std::sync::atomic::Ordering;
             if this.released.load(Ordering::SeqCst) {
                 this.after_release.fetch_add(1, Ordering::SeqCst);
             }
-            Ok(heard(audio))
+            Ok(heard(&job.audio))
         })
     }
 }
