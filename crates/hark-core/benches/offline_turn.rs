@@ -624,6 +624,26 @@ fn longest(updates: &[f64], released: f64, wait: impl Fn(f64, f64, bool) -> f64)
         .fold(0.0, f64::max)
 }
 
+/// The turns whose longest wait decides its p95 and any above it (the p95 of n turns is
+/// about the (n/20 + 1)th worst), longest first: what a reader looks at to see why.
+fn longest_waits(turns: &[(String, &Measured)]) -> String {
+    let mut waits: Vec<(f64, &str, &str)> = turns
+        .iter()
+        .filter_map(|(label, t)| t.longest_wait.map(|w| (w, label.as_str(), t.said.as_str())))
+        .collect();
+    waits.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let deciding = waits.len() - ((waits.len().saturating_sub(1)) as f64 * 0.95).round() as usize;
+    let listed: Vec<String> = waits
+        .iter()
+        .take(deciding)
+        .map(|(w, label, said)| {
+            let said: String = said.chars().take(40).collect();
+            format!("{w:.0} ms {label} \"{said}…\"")
+        })
+        .collect();
+    format!("the p95 and the turns above it: {}", listed.join("; "))
+}
+
 fn percentile(v: &[f64], p: f64) -> f64 {
     if v.is_empty() {
         return f64::NAN;
@@ -1122,11 +1142,12 @@ fn main() {
         }
 
         // The live words, from the turns of the live engine.
-        let live: Vec<&Measured> = results
+        let live_turns: Vec<(String, &Measured)> = results
             .iter()
             .filter(|(c, _)| c.engine == Engine::Moonshine)
-            .flat_map(|(_, m)| m)
+            .flat_map(|(c, m)| m.iter().map(move |t| (c.label(), t)))
             .collect();
+        let live: Vec<&Measured> = live_turns.iter().map(|(_, t)| *t).collect();
         if !live.is_empty() {
             let first: Vec<f64> = live.iter().filter_map(|t| t.first_words).collect();
             let waits: Vec<f64> = live.iter().filter_map(|t| t.longest_wait).collect();
@@ -1146,6 +1167,7 @@ fn main() {
                 worst(&waits),
                 live_goal(&waits, live.len())
             );
+            println!("  {}", longest_waits(&live_turns));
             let before: Vec<f64> = live.iter().filter_map(|t| t.longest_wait_before).collect();
             println!(
                 "  as measured at b025a6d (any change of the text ends a wait, a phrase's speech after its last word shown counts): p50 {:.0} p95 {:.0} worst {:.0} ms",
