@@ -632,7 +632,7 @@ fn longest_waits(turns: &[(String, &Measured)]) -> String {
         .filter_map(|(label, t)| t.longest_wait.map(|w| (w, label.as_str(), t.said.as_str())))
         .collect();
     waits.sort_by(|a, b| b.0.total_cmp(&a.0));
-    let deciding = waits.len() - ((waits.len().saturating_sub(1)) as f64 * 0.95).round() as usize;
+    let deciding = waits.len() - rank(waits.len(), 0.95);
     let listed: Vec<String> = waits
         .iter()
         .take(deciding)
@@ -650,7 +650,12 @@ fn percentile(v: &[f64], p: f64) -> f64 {
     }
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
-    s[((s.len() as f64 - 1.0) * p).round() as usize]
+    s[rank(s.len(), p)]
+}
+
+/// The index of the `p` percentile among `n` values sorted from the least.
+fn rank(n: usize, p: f64) -> usize {
+    (n.saturating_sub(1) as f64 * p).round() as usize
 }
 
 /// A figure's percentile over turns.

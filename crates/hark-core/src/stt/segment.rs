@@ -166,7 +166,7 @@ impl Job {
     }
 }
 
-/// The latest finished decode of the open segment.
+/// A finished decode: what it heard, and its text (the open segment keeps its latest).
 struct Heard {
     covers: usize,
     tail: usize,
@@ -177,9 +177,14 @@ struct Heard {
 
 impl Heard {
     /// Whether it is the final text of a segment whose speech ends at `voiced_end`, `len`
-    /// samples long.
+    /// samples long: an exact decode that heard all the speech and the start of the pause
+    /// after it (or all there is of one), and nothing past the segment's end (a forced cut
+    /// falls mid-phrase: what follows it is the next segment's).
     fn is_final_of(&self, voiced_end: usize, len: usize) -> bool {
-        !self.rough && heard_all(self.covers, self.tail, voiced_end, len)
+        !self.rough
+            && self.covers == voiced_end
+            && self.tail >= PAUSE.min(len - voiced_end)
+            && self.covers + self.tail <= len
     }
 }
 
@@ -192,15 +197,6 @@ struct Cut {
     len: usize,
     voiced_end: usize,
     text: Option<String>,
-}
-
-/// Whether a decode that heard speech up to `covers` with `tail` samples after it is the
-/// final text of a segment whose speech ends at `voiced_end`, `len` samples long: it
-/// heard all the speech and the start of the pause after it (or all there is of one),
-/// and nothing past the segment's end (a forced cut falls mid-phrase: what follows it is
-/// the next segment's).
-fn heard_all(covers: usize, tail: usize, voiced_end: usize, len: usize) -> bool {
-    covers == voiced_end && tail >= PAUSE.min(len - voiced_end) && covers + tail <= len
 }
 
 /// The decisions of a live transcription (see the module's rules), with no model and no
@@ -432,25 +428,25 @@ impl Segmenter {
         } else {
             String::new()
         };
+        let heard = Heard {
+            covers: job.covers,
+            tail: job.tail(),
+            rough: job.may_be_rough(),
+            text,
+        };
         let of_open = job.segment == self.segment;
         if of_open {
             if job.purpose == Purpose::Interim {
                 // No new words: look again sooner (see RETRY_TICK_MS).
-                self.nothing_new = text.is_empty() || self.heard.as_ref().is_some_and(|h| h.text == text);
+                self.nothing_new = heard.text.is_empty() || self.heard.as_ref().is_some_and(|h| h.text == heard.text);
             }
-            self.heard = Some(Heard {
-                covers: job.covers,
-                tail: job.tail(),
-                rough: job.may_be_rough(),
-                text,
-            });
+            self.heard = Some(heard);
         } else if let Some(cut) = self.cuts.iter_mut().find(|c| c.segment == job.segment) {
             // Its final decode, or a decode of it while it was open that the cut
             // overtook and that heard all of it.
-            let final_text = job.purpose == Purpose::Final
-                || (!job.may_be_rough() && heard_all(job.covers, job.tail(), cut.voiced_end, cut.len));
+            let final_text = job.purpose == Purpose::Final || heard.is_final_of(cut.voiced_end, cut.len);
             if cut.text.is_none() && final_text {
-                cut.text = Some(text);
+                cut.text = Some(heard.text);
                 cut.audio = Vec::new();
             }
             self.settle();
