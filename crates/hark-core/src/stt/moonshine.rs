@@ -22,7 +22,10 @@
 //! A rough interim decode (`segment::Job::may_be_rough`) reads the last decode's tokens of
 //! the same phrase as a draft, all in the first step, and goes on one token at a time
 //! from the first the decoder disagrees with ([`Moonshine::transcribe_from`]): a long
-//! phrase's interim decode then costs a step or a few instead of one per token.
+//! phrase's interim decode then costs a step or a few instead of one per token. A draft
+//! token before the draft's last word that is about as likely as the decoder's own choice
+//! is kept ([`DRAFT_MARGIN`]), so a word shown does not flip back and forth between two
+//! readings.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -183,6 +186,20 @@ impl Vocabulary {
     pub fn decode(&self, ids: &[i64]) -> String {
         detokenize(&self.pieces, ids)
     }
+
+    /// Where the last word of `ids` begins: the index of the last token whose piece
+    /// starts a word ("▁…"; the tokens after it, the rest of the word and punctuation,
+    /// are that word's), or 0 when none does.
+    pub fn last_word_start(&self, ids: &[i64]) -> usize {
+        ids.iter()
+            .rposition(|&id| {
+                usize::try_from(id)
+                    .ok()
+                    .and_then(|i| self.pieces.get(i))
+                    .is_some_and(|p| p.starts_with('\u{2581}'))
+            })
+            .unwrap_or(0)
+    }
 }
 
 /// The decoder's cache inputs (`past_key_values.…`) or outputs (`present.…`), in the
@@ -207,9 +224,25 @@ fn is_self_attention(index: usize) -> bool {
     index % 4 < 2
 }
 
-/// The id with the highest score in each row of `logits` (`[1, steps, vocabulary]`): the
-/// token the decoder predicts after each input token; a NaN score never wins.
-fn argmax_rows(logits: &DynValue) -> Result<Vec<i64>, ProviderError> {
+/// How far behind the decoder's first choice a draft token before the draft's last word
+/// may score and still be kept ([`Moonshine::transcribe_from`]), in nats of
+/// log-probability (the difference of two logits): a token at least e⁻¹ (37 %) as likely
+/// as the best. Moonshine's reading of a word wavers as a phrase's audio grows, and
+/// interim decodes that took the best each time showed words flip back and forth ("will"
+/// / "we'll" seven times over one 5 s prompt, "tap" / "check" three times). A word shown
+/// stays while the decoder finds it about as likely; the exact decode at the pause has the
+/// last word. The draft's last word is still being heard, and ends where its audio ended
+/// (a full stop there says only that), so it must be the decoder's own choice: with the
+/// margin on it, a decode of a whole espeak-ng clip from the decode of its first 3/5 kept
+/// that part's last word ("…London lead?") where the whole clip reads "leave". In a replay
+/// of the benchmark's human clips with Python's onnxruntime (a decode every 220 ms of a
+/// phrase), words already shown were changed 14 times without a margin, 10 at 0.5, 9 at 1
+/// and 11 at 2 (2026-12-06).
+const DRAFT_MARGIN: f32 = 1.0;
+
+/// The token the decoder reads after each input token, from `logits`
+/// (`[1, steps, vocabulary]`) ([`choose_rows`]).
+fn read_rows(logits: &DynValue, draft: &[i64]) -> Result<Vec<i64>, ProviderError> {
     let (shape, scores) = logits.try_extract_tensor::<f32>().map_err(run_err)?;
     let width = shape.last().and_then(|w| usize::try_from(*w).ok()).unwrap_or(0);
     if width == 0 || scores.is_empty() || scores.len() % width != 0 {
@@ -218,16 +251,34 @@ fn argmax_rows(logits: &DynValue) -> Result<Vec<i64>, ProviderError> {
             &shape[..]
         )));
     }
-    Ok(scores
+    Ok(choose_rows(scores, width, draft))
+}
+
+/// For each row of `scores` (`width` a row): the id with the highest score (a NaN score
+/// never wins), or `draft`'s token for that row where it scores within [`DRAFT_MARGIN`]
+/// of it (rows past `draft`: the best).
+fn choose_rows(scores: &[f32], width: usize, draft: &[i64]) -> Vec<i64> {
+    scores
         .chunks(width)
-        .map(|row| {
-            let (best, _) = row.iter().enumerate().fold(
-                (0, f32::NEG_INFINITY),
-                |(bi, bv), (i, &v)| if v > bv { (i, v) } else { (bi, bv) },
-            );
-            best as i64
+        .enumerate()
+        .map(|(r, row)| {
+            let (best, top) =
+                row.iter().enumerate().fold(
+                    (0, f32::NEG_INFINITY),
+                    |(bi, bv), (i, &v)| if v > bv { (i, v) } else { (bi, bv) },
+                );
+            let close = |&d: &i64| {
+                usize::try_from(d)
+                    .ok()
+                    .and_then(|d| row.get(d))
+                    .is_some_and(|&v| v >= top - DRAFT_MARGIN)
+            };
+            match draft.get(r) {
+                Some(d) if close(d) => *d,
+                _ => best as i64,
+            }
         })
-        .collect())
+        .collect()
 }
 
 /// A self-attention cache entry (`[1, heads, positions, head size]`) cut to its first
@@ -359,15 +410,19 @@ impl Moonshine {
 
     /// [`transcribe`](Self::transcribe), reading `draft` (the tokens of an earlier decode
     /// of the same phrase, shorter) in one decoder pass: the tokens the decoder agrees
-    /// with are kept, and it goes on one token at a time from the first it does not. A
-    /// phrase's words so far seldom change, so an interim decode of a 4 s phrase takes
-    /// one pass and a few steps instead of twenty-odd steps.
+    /// with, or before the draft's last word finds about as likely as its own choice
+    /// ([`DRAFT_MARGIN`]), are kept, and it goes on one token at a time from the first
+    /// it does not. A phrase's words so far seldom change, so an interim decode of a 4 s
+    /// phrase takes one pass and a few steps instead of twenty-odd steps; and a word shown
+    /// does not flip back and forth while the decoder wavers between two readings of it.
     ///
     /// Not exactly greedy decoding: the int8 model quantizes each pass's activations with
     /// the range of all its rows, so a pass over many tokens can score a row a little
     /// differently from a pass over one (4 of 19 interim decodes of a 4 s prompt, in a
-    /// check with Python's onnxruntime, each another reading of the same speech). So it
-    /// is for interim words only; a segment's final text comes from an empty draft.
+    /// check with Python's onnxruntime, each another reading of the same speech), and a
+    /// draft token kept as about as likely may be one a decode from nothing would not
+    /// choose. So it is for interim words only; a segment's final text comes from an
+    /// empty draft.
     pub fn transcribe_from(
         &self,
         audio: &[f32],
@@ -426,9 +481,11 @@ impl Moonshine {
         let mut ids = Vec::with_capacity(1 + draft.len());
         ids.push(START);
         ids.extend_from_slice(draft);
-        let predicted = self.pass(decoder, ids, &hidden, &mut past, true)?;
-        // The draft's tokens up to the first the decoder would not have made; after them,
-        // its own.
+        // The draft's tokens up to the first the decoder finds clearly less likely than
+        // its own choice (DRAFT_MARGIN; in its last word, any other than its choice);
+        // after them, its own.
+        let settled = &draft[..self.vocab.last_word_start(draft)];
+        let predicted = self.pass(decoder, ids, settled, &hidden, &mut past, true)?;
         let agreed = draft.iter().zip(&predicted).take_while(|(d, p)| d == p).count();
         if agreed < draft.len() {
             for (i, value) in past.iter_mut().enumerate() {
@@ -451,7 +508,7 @@ impl Moonshine {
                 return Err(stopped());
             }
             next = *self
-                .pass(decoder, vec![next], &hidden, &mut past, false)?
+                .pass(decoder, vec![next], &[], &hidden, &mut past, false)?
                 .last()
                 .ok_or_else(|| engine_err("Moonshine's decoder returned no logits"))?;
             passes += 1;
@@ -460,12 +517,14 @@ impl Moonshine {
     }
 
     /// One decoder pass over `ids` after the tokens `past` holds: the token it predicts
-    /// after each of them. The self-attention cache grows by `ids`; cross-attention comes
+    /// after each of them, or `draft`'s for that row where it is about as likely
+    /// ([`choose_rows`]). The self-attention cache grows by `ids`; cross-attention comes
     /// whole from the `first` pass only (later ones return it empty).
     fn pass(
         &self,
         decoder: &mut Session,
         ids: Vec<i64>,
+        draft: &[i64],
         hidden: &DynValue,
         past: &mut [DynValue],
         first: bool,
@@ -488,7 +547,7 @@ impl Moonshine {
         let mut present = Vec::new();
         for (name, value) in outputs {
             if name == "logits" {
-                predicted = Some(argmax_rows(&value)?);
+                predicted = Some(read_rows(&value, draft)?);
             } else if let Some(i) = self.present_names.iter().position(|p| p.as_str() == name) {
                 if first || is_self_attention(i) {
                     present.push((i, value));

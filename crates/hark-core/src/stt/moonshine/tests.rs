@@ -49,6 +49,25 @@ fn token_ids_decode_as_the_tokenizer_decodes_them() {
     assert_eq!(v.decode(&[-5, 99_999]), "", "ids out of range are skipped");
 }
 
+/// The draft's last word (still being heard) is where its margin ends: the last token
+/// that starts a word, with the pieces after it (the rest of the word, punctuation).
+#[test]
+fn the_last_word_begins_at_the_last_piece_that_starts_a_word() {
+    let v = vocab();
+    // "What is the capital of France?": "▁France" then "?".
+    assert_eq!(v.last_word_start(&[1724, 338, 278, 7483, 310, 3444, 29973]), 5);
+    // "It costs 3,50 €": "▁€" ends it; "▁" alone starts a word too.
+    assert_eq!(
+        v.last_word_start(&[739, 21544, 29871, 29941, 29892, 29945, 29900, 25540]),
+        7
+    );
+    assert_eq!(v.last_word_start(&[739, 21544, 29871, 29941, 29892, 29945, 29900]), 2);
+    // No piece that starts a word, an id out of range, nothing: from the start.
+    assert_eq!(v.last_word_start(&[29973, 29892]), 0);
+    assert_eq!(v.last_word_start(&[99_999, -1]), 0);
+    assert_eq!(v.last_word_start(&[]), 0);
+}
+
 #[test]
 fn a_broken_byte_run_becomes_a_replacement_character_not_a_panic() {
     let v = vocab();
@@ -60,6 +79,28 @@ fn a_broken_byte_run_becomes_a_replacement_character_not_a_panic() {
     assert_eq!(byte_piece("<0x0A>"), Some(b'\n'));
     assert_eq!(byte_piece("<0x+A>"), None);
     assert_eq!(byte_piece("<0x0AB>"), None);
+}
+
+/// Live words (issue 20): a draft token (the word on screen) is kept where the decoder
+/// finds it about as likely as its own choice, within [`DRAFT_MARGIN`], so a word shown
+/// does not flip between two readings as the phrase's audio grows; one clearly less
+/// likely, or with no score to compare (NaN, an id out of range), gives way to the
+/// decoder's choice; rows past the draft take the best.
+#[test]
+fn a_draft_token_about_as_likely_as_the_best_is_kept() {
+    let m = DRAFT_MARGIN;
+    #[rustfmt::skip]
+    let rows = [
+        0.0, 3.0, 3.0 - m / 2.0, // the draft's 2, a little behind: kept
+        0.0, 3.0, 3.0 - m * 1.5, // the draft's 2, well behind: the best, 1
+        f32::NAN, 1.0, 0.0, //      the draft's 0 has no score: 1
+        0.0, 1.0, 0.0, //           the draft's 7 is no id of the row: 1
+        0.0, 1.0, 0.0, //           nor is -1: 1
+        5.0, 0.0, 4.9, //           past the draft: the best, 0
+    ];
+    assert_eq!(choose_rows(&rows, 3, &[2, 2, 0, 7, -1]), vec![2, 1, 1, 1, 1, 0]);
+    // With no draft, the best of each row (a NaN never wins).
+    assert_eq!(choose_rows(&rows, 3, &[]), vec![1, 1, 1, 1, 1, 0]);
 }
 
 #[test]
@@ -156,8 +197,9 @@ fn a_decode_from_a_draft_keeps_what_the_decoder_agrees_with_and_goes_on_from_the
     let again = model.transcribe_from(&clip, &whole.tokens, None).unwrap();
     assert_eq!((&again.tokens, again.passes), (&whole.tokens, 1));
 
-    // The first part's tokens (a draft that stops short, and may end in a word that the
-    // rest of the clip changes).
+    // The first part's tokens: a draft that stops short and ends in a word the rest of
+    // the clip changes ("…London lead?", "leave" in the whole). The draft's last word must
+    // be the decoder's own choice, so it goes on from there to the clip's end.
     let mut part = clip[..clip.len() * 3 / 5].to_vec();
     part.extend(std::iter::repeat_n(0.0, 3_200));
     let first = model.transcribe_from(&part, &[], None).unwrap();
