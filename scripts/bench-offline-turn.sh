@@ -9,8 +9,8 @@
 # useful-moonshine-onnx); same models, same model server. Release builds.
 # Prints release → final transcript / first token / first audio, p50 and p95, for each
 # pipeline and voice; the ratios new / today per voice against issue 20's goals; the first
-# live words' delay from the speech onset and the longest wait for new words while
-# speaking; each engine's word error in the turns, and on every clip transcribed whole
+# live words' delay from the speech onset, the longest wait for new words while
+# speaking and how often a word already on screen changed; each engine's word error in the turns, and on every clip transcribed whole
 # (every Asterisk prompt of five words or more: the sample that decides the default English
 # engine); each voice's real-time factor; and the first turn after a start against the
 # second.

@@ -29,7 +29,8 @@
 //! → first reply sample out (p50 and p95) and the word error; the ratios moonshine /
 //! overlapped for each voice against issue 20's goals; for the live engine, the delay of
 //! the first words on screen from the speech onset and the longest wait for new words
-//! while speaking (speech as Silero VAD hears it, and as the sound level has it); each
+//! while speaking (speech as Silero VAD hears it, and as the sound level has it), and how
+//! often a word already on screen changed while speaking (flicker); each
 //! engine's word error in the turns, and on every clip transcribed whole, with every
 //! Asterisk prompt of five words or more for human speech (the larger sample that decides
 //! the default English engine by issue 20's rule); each voice's real-time factor;
@@ -573,12 +574,40 @@ struct Measured {
     longest_wait: Option<f64>,
     /// The same as measured at b025a6d ([`longest_wait_before`]).
     longest_wait_before: Option<f64>,
+    /// Changes of the words on screen before the release and, of them, those that changed
+    /// a word before the last one shown ([`revises`]): words the user had read.
+    words_changed: usize,
+    revised: usize,
+}
+
+/// Whether the words shown going from `old` to `new` change one before the last of `old`
+/// (the last may still be growing as it is heard: "Yo" → "Your"): a word already read
+/// flickers.
+fn revises(old: &[String], new: &[String]) -> bool {
+    let same = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+    same + 1 < old.len()
+}
+
+/// Whether the words shown going from `old` to `new` bring new words: more after them, or
+/// another last word (one still being heard, made out: "Yo" → "Your"). A change before
+/// an unchanged last word ("or trying to reach" → "you are trying to reach") re-reads
+/// words already shown and brings none; counted as new words, the flicker of a word read
+/// two ways filled the waits for the next one (before 2026-12-06).
+fn brings_words(old: &[String], new: &[String]) -> bool {
+    let same = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+    let (old, new) = (&old[same..], &new[same..]);
+    match (old.last(), new.last()) {
+        (_, None) => false,
+        (None, Some(_)) => true,
+        (Some(a), Some(b)) => a != b,
+    }
 }
 
 /// The longest stretch of speech (`speech`: spans in ms, joined across silences shorter
 /// than a phrase pause) with no new words on screen: the speech between two moments at
-/// which the words shown changed (`updates`; a change of punctuation or case is no new
-/// word), or between the last of them and the release (`released`). The speech of a phrase
+/// which new words were shown (`updates`: [`brings_words`]; a change of punctuation or
+/// case, or a word before the last one read another way, brings none), or between the
+/// last of them and the release (`released`). The speech of a phrase
 /// after its last update is not waited through when no new words came in the pause after
 /// it (the decode at the pause, which hears the whole phrase, found none; at the end,
 /// the transcript had none: `release_brought_words` false): the words on screen held all
@@ -771,19 +800,25 @@ async fn conversation(
         let (metrics, reply): (TurnMetrics, String) =
             finished.unwrap_or_else(|| panic!("{label}, {}: idle without a finished turn", clip.name));
 
-        // The words on screen while the key was held: each change of its words is an
-        // update (and each change of the text, as measured before).
+        // The words on screen while the key was held: each change that brings new words is
+        // an update (and each change of the text, as measured at b025a6d).
         let at = |t: tokio::time::Instant| t.saturating_duration_since(start).as_secs_f64() * 1000.0;
         let released = clip.ms() + release.as_secs_f64() * 1000.0;
         let (mut updates, mut changes) = (Vec::new(), Vec::new());
+        let (mut words_changed, mut revised) = (0, 0);
         let mut shown = String::new();
         // With HARK_BENCH_VERBOSE: each change's moment and text, and the speech.
         let mut course = Vec::new();
         for (t, text) in interims {
             if at(t) < released && text != shown {
                 changes.push(at(t));
-                if wer::words(&text) != wer::words(&shown) {
+                let (was, now) = (wer::words(&shown), wer::words(&text));
+                if brings_words(&was, &now) {
                     updates.push(at(t));
+                }
+                if now != was {
+                    words_changed += 1;
+                    revised += usize::from(revises(&was, &now));
                 }
                 if verbose() {
                     course.push(format!("{:.0} {text:?}", at(t)));
@@ -792,7 +827,7 @@ async fn conversation(
             }
         }
         let first_words = updates.first().map(|u| u - clip.onset_ms);
-        let release_brought_words = wer::words(&heard) != wer::words(&shown);
+        let release_brought_words = brings_words(&wer::words(&shown), &wer::words(&heard));
         let longest_wait =
             (!updates.is_empty()).then(|| longest_wait(&updates, released, release_brought_words, &clip.speech));
         let longest_wait_before = (!changes.is_empty()).then(|| longest_wait_before(&changes, released, &clip.speech));
@@ -809,6 +844,8 @@ async fn conversation(
             first_words,
             longest_wait,
             longest_wait_before,
+            words_changed,
+            revised,
         };
         if verbose() {
             eprintln!(
@@ -1166,7 +1203,7 @@ fn main() {
                 live_goal(&first, live.len())
             );
             println!(
-                "  longest wait for new words while speaking (speech as Silero VAD hears it; pauses of {PHRASE_PAUSE_MS:.0} ms or more, and the end of a phrase whose words were all on screen, not counted), per turn: p50 {:.0} p95 {:.0} worst {:.0} ms (goal p95 ≤ {LIVE_WORDS_GOAL_MS:.0} ms: {})",
+                "  longest wait for new words while speaking (speech as Silero VAD hears it; a word shown before the last one read another way is no new word; pauses of {PHRASE_PAUSE_MS:.0} ms or more, and the end of a phrase whose words were all on screen, not counted), per turn: p50 {:.0} p95 {:.0} worst {:.0} ms (goal p95 ≤ {LIVE_WORDS_GOAL_MS:.0} ms: {})",
                 percentile(&waits, 0.5),
                 percentile(&waits, 0.95),
                 worst(&waits),
@@ -1179,6 +1216,13 @@ fn main() {
                 percentile(&before, 0.5),
                 percentile(&before, 0.95),
                 worst(&before)
+            );
+            let changed: usize = live.iter().map(|t| t.words_changed).sum();
+            let revised: usize = live.iter().map(|t| t.revised).sum();
+            println!(
+                "  words already on screen changed while speaking (a word before the last one shown): {revised} of {changed} changes of the words, in {} of {} turns",
+                live.iter().filter(|t| t.revised > 0).count(),
+                live.len()
             );
             if first.len() < live.len() {
                 println!("  no words before the release in {} turns", live.len() - first.len());
