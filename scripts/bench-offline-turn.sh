@@ -39,29 +39,9 @@ export HARK_MODELS_DIR="${HARK_MODELS_DIR:-$HOME/.cache/hark/models}"
 export HARK_BENCH_RUNS="${1:-${HARK_BENCH_RUNS:-2}}"
 export HARK_BENCH_SPEECH="${HARK_BENCH_SPEECH:-$HOME/.cache/hark/bench-speech}"
 
-# Human speech: Debian's Asterisk prompts, the recordings and their script, fetched with
-# apt and unpacked into HARK_BENCH_SPEECH/asterisk rather than installed. The script lives
-# in /usr/share/doc, which minimal systems leave out of every install (dpkg's path-exclude),
-# and nothing of Asterisk needs to be on the system. (beckett.wav the benchmark fetches
-# itself, through Hark's model store, from the wheel that models.json pins.)
-ASTERISK="$HARK_BENCH_SPEECH/asterisk"
-if [ ! -e "$ASTERISK/.unpacked" ]; then
-  debs=$(mktemp -d)
-  trap 'rm -rf "$debs"' EXIT
-  packages=(asterisk-core-sounds-en asterisk-core-sounds-en-wav)
-  if ! (cd "$debs" && apt-get download -qq "${packages[@]}"); then
-    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-    $SUDO apt-get update -qq   # a fresh system may have no package lists yet
-    (cd "$debs" && apt-get download -qq "${packages[@]}")
-  fi
-  mkdir -p "$ASTERISK"
-  for deb in "$debs"/*.deb; do
-    dpkg-deb -x "$deb" "$ASTERISK"
-  done
-  rm -rf "$debs"
-  trap - EXIT
-  touch "$ASTERISK/.unpacked"
-fi
+# Human speech: Debian's Asterisk prompts (scripts/bench-speech.sh). beckett.wav the
+# benchmark fetches itself, through Hark's model store, from the wheel that models.json pins.
+scripts/bench-speech.sh
 
 scripts/fetch-models.sh >/dev/null
 cargo build --release --locked -q -p hark-llm

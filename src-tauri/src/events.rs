@@ -105,7 +105,8 @@ impl Status {
             // An answer to a consent question was heard: the turn goes on.
             VoiceEvent::ConsentHeard { .. } if *self == Status::Listening => Status::Thinking,
             VoiceEvent::ThinkingStarted => Status::Thinking,
-            VoiceEvent::SpeakingStarted => Status::Speaking,
+            VoiceEvent::SpeakingStarted | VoiceEvent::ReplyResumed { speaking: true } => Status::Speaking,
+            VoiceEvent::ReplyResumed { speaking: false } => Status::Thinking,
             VoiceEvent::Idle => idle.clone(),
             VoiceEvent::Failed {
                 kind: ErrorKind::Microphone,
@@ -216,6 +217,10 @@ mod tests {
         let s = s.after(&VoiceEvent::ThinkingStarted, &ready).unwrap();
         assert_eq!(s, Status::Thinking);
         assert_eq!(s.after(&VoiceEvent::SpeakingStarted, &ready), Some(Status::Speaking));
+        // A voice over the reply that was not a barge-in: back to where the reply was.
+        let resumed = |speaking| VoiceEvent::ReplyResumed { speaking };
+        assert_eq!(Status::Listening.after(&resumed(true), &ready), Some(Status::Speaking));
+        assert_eq!(Status::Listening.after(&resumed(false), &ready), Some(Status::Thinking));
         assert_eq!(Status::Speaking.after(&VoiceEvent::Idle, &ready), Some(Status::Ready));
         assert_eq!(Status::Ready.after(&VoiceEvent::Level { rms: 0.1 }, &ready), None);
         let failed = VoiceEvent::Failed {

@@ -290,6 +290,8 @@ impl AppState {
             | VoiceEvent::ListeningStarted { .. }
             | VoiceEvent::ThinkingStarted
             | VoiceEvent::SpeakingStarted
+            | VoiceEvent::ReplyPaused
+            | VoiceEvent::ReplyResumed { .. }
             | VoiceEvent::Idle => tracing::debug!(?event, "voice"),
             VoiceEvent::NoTurn { reason } => tracing::debug!(?reason, "voice: no turn"),
             VoiceEvent::TranscriptFinal { text } => {

@@ -348,3 +348,48 @@ async fn half_duplex_hands_free_answers_the_room_and_not_its_own_reply() {
     let chat = session.shutdown().await.unwrap();
     assert_eq!(user_lines(&chat).len(), 1, "{:?}", user_lines(&chat));
 }
+
+/// Issue 49: on a fresh, busy machine Hark heard its own reply through a canceller that had
+/// not converged (AEC3 let 30 ms of it through) and cut it. Here a stretch of Hark's own
+/// voice reaches the microphone that the canceller cannot take out, as a cold one lets it
+/// through: the first words of the reply, in the same voice, played into the room as the
+/// reply starts (the canceller's reference does not hold them). The detector hears it and
+/// pauses the reply, whisper's words of it are Hark's own, and the reply plays on to its
+/// end, uncut, with no turn made of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs virtual audio devices, Silero VAD and the whisper model (scripts/test.sh)"]
+async fn hark_s_own_voice_let_through_a_cold_canceller_does_not_interrupt_its_reply() {
+    let _room = ROOM.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (session, mut rx, llm) = session_on_the_room(dir.path(), true);
+    let (question, leak) = (dir.path().join("q.wav"), dir.path().join("leak.wav"));
+    espeak_wav("Tell me a story.", &question);
+    espeak_wav("Once upon a time there was a fox.", &leak);
+    llm.push(Behaviour::Text(
+        "Once upon a time there was a fox who lived in a deep green wood. Every morning it walked to the river.".into(),
+    ));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    play_in_background(&question);
+    let mut seen = Vec::new();
+    wait_for(&mut rx, &mut seen, "speaking", |e| *e == VoiceEvent::SpeakingStarted).await;
+    play_in_background(&leak);
+    let VoiceEvent::TurnFinished { reply, .. } = wait_for(&mut rx, &mut seen, "the reply played whole", |e| {
+        matches!(e, VoiceEvent::TurnFinished { .. } | VoiceEvent::ReplyInterrupted { .. })
+    })
+    .await
+    else {
+        panic!("Hark cut its own reply: {seen:?}")
+    };
+    assert!(reply.starts_with("Once upon a time"), "{reply}");
+    // The premise: Hark's voice reached the detector, and the reply paused for it.
+    assert!(
+        seen.contains(&VoiceEvent::ReplyPaused),
+        "the detector never heard it: {seen:?}"
+    );
+    assert!(seen.contains(&VoiceEvent::ReplyResumed { speaking: true }), "{seen:?}");
+    wait_for(&mut rx, &mut seen, "idle", |e| *e == VoiceEvent::Idle).await;
+    let stray = next_within(&mut rx, Duration::from_secs(2)).await;
+    assert!(stray.is_none(), "a turn started by itself: {stray:?}");
+    let chat = session.shutdown().await.unwrap();
+    assert_eq!(user_lines(&chat), ["Tell me a story."], "no turn of Hark's own words");
+}

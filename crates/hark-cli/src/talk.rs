@@ -183,6 +183,8 @@ fn print_event(json: bool, mic: bool, hands_free: bool, e: &VoiceEvent) {
             );
         }
         VoiceEvent::ReplyInterrupted { heard, .. } => eprintln!("(interrupted; heard: “{}”)", printable(heard)),
+        VoiceEvent::ReplyPaused => eprintln!("(a voice over the reply: paused)"),
+        VoiceEvent::ReplyResumed { .. } => eprintln!("(not a barge-in: playing on)"),
         VoiceEvent::ToolStarted { name, .. } => eprintln!("({name}…)"),
         VoiceEvent::ToolFinished { name, state, .. } => eprintln!("({name}: {state})"),
         VoiceEvent::ConsentAsked { question, .. } => {
@@ -280,6 +282,7 @@ pub async fn run(args: TalkArgs, db: PathBuf) -> Result<ExitCode> {
         let options = HandsFreeOptions {
             gate,
             echo_cancellation: !args.no_echo_cancellation,
+            ..HandsFreeOptions::default()
         };
         listen_hands_free(chat, voice, args.input_device.clone(), questions, vad, options, tx).await?;
     } else if mic {

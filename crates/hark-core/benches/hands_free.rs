@@ -18,6 +18,10 @@
 //!    louder than the room), so paplay's start-up does not count.
 //! 4. The CPU that listening costs: the session idle for 20 s, its process's CPU time
 //!    over that time (the capture, AEC3, the VAD, and the playback stream's silence).
+//! 5. Barge-in (issue 49, `barge_in`): the replies Hark cut by hearing itself, and the
+//!    voices over a reply that cut it, with the code before side by side.
+//!
+//! `HARK_BENCH_SECTIONS` picks sections (default `1,2,3,4,5`; 3 and 4 run together).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -44,6 +48,9 @@ use hark_core::tts::natural::NaturalVoice;
 use hark_core::tts::system::SystemVoice;
 use hark_core::tts::Synthesizer;
 use tokio::sync::mpsc::UnboundedReceiver;
+
+#[path = "hands_free/barge_in.rs"]
+mod barge_in;
 
 const RATE: usize = 16_000;
 const QUESTIONS: [&str; 6] = [
@@ -451,8 +458,9 @@ async fn session(dir: &std::path::Path, speaker: Arc<Speaker>, trials: usize, tu
         let p = play(&over);
         let onset = spawned + start_up + Duration::from_secs_f64(over_first / 1000.0);
         let heard = until(&mut rx, "the voice over the reply", |e| *e == VoiceEvent::SpeechStarted).await;
+        // Playback stops at the pause, while the words are checked (issue 49).
         let stopped = until(&mut rx, "the barge-in", |e| {
-            matches!(e, VoiceEvent::ReplyInterrupted { .. })
+            matches!(e, VoiceEvent::ReplyPaused | VoiceEvent::ReplyInterrupted { .. })
         })
         .await;
         barge_in.push(stopped.saturating_duration_since(onset).as_secs_f64() * 1000.0);
@@ -616,10 +624,10 @@ fn main() {
         std::env::var_os("PULSE_SERVER").is_some(),
         "no PulseAudio: run scripts/bench-hands-free.sh (it starts the virtual room)"
     );
-    let trials: usize = std::env::var("HARK_BENCH_TRIALS")
-        .ok()
-        .and_then(|t| t.parse().ok())
-        .unwrap_or(10);
+    let number = |name: &str, default: usize| std::env::var(name).ok().and_then(|t| t.parse().ok()).unwrap_or(default);
+    let trials = number("HARK_BENCH_TRIALS", 10);
+    let sections = std::env::var("HARK_BENCH_SECTIONS").unwrap_or_else(|_| "1,2,3,4,5".into());
+    let section = |n: &str| sections.split(',').any(|s| s.trim() == n);
     let dir = tempfile::tempdir().expect("a temporary folder");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -630,10 +638,26 @@ fn main() {
         "Hands-free listening in the virtual room (the microphone hears the speaker), {} cores",
         num_cpus()
     );
-    false_starts(dir.path());
+    if section("1") {
+        false_starts(dir.path());
+    }
     rt.block_on(async {
         let speaker = Arc::new(Speaker::open(None).expect("the virtual speaker"));
-        echo(&speaker).await;
+        if section("5") {
+            barge_in::barge_in(
+                dir.path(),
+                speaker.clone(),
+                number("HARK_BENCH_REPLIES", 200),
+                number("HARK_BENCH_ROUNDS", 3),
+            )
+            .await;
+        }
+        if section("2") {
+            echo(&speaker).await;
+        }
+        if !section("3") && !section("4") {
+            return;
+        }
         let turn = smart_turn();
         let eight_seconds: Vec<f32> = (0..WINDOW).map(|i| ((i % 160) as f32 / 160.0 - 0.5) * 0.1).collect();
         let mut timed = smart_turn();

@@ -59,6 +59,9 @@ export const app = $state({
   /** Each running tool call's transcript line, by call id. */
   toolLines: {} as Record<string, number>,
   replyId: null as number | null,
+  /** The reply's line when listening started over it: a barge-in marks it interrupted, and a
+   *  voice that was no barge-in lets it go on. */
+  heldReplyId: null as number | null,
 });
 
 /** Shows a problem (or an informational notice) as a banner: one per kind of problem, the
@@ -134,7 +137,13 @@ function find(id: number | null): Line | undefined {
 function onVoice(e: VoiceEvent): void {
   switch (e.type) {
     case "listening_started":
+      app.heldReplyId = app.replyId;
       app.replyId = null;
+      break;
+    case "reply_resumed":
+      // The voice over the reply was no barge-in (Hark's own, or a backchannel): it goes on.
+      app.replyId = app.heldReplyId;
+      app.heldReplyId = null;
       break;
     case "level":
       app.level = e.rms;
@@ -168,11 +177,12 @@ function onVoice(e: VoiceEvent): void {
       break;
     }
     case "reply_interrupted": {
-      const l = find(app.replyId) ?? line("assistant", e.generated);
+      const l = find(app.replyId ?? app.heldReplyId) ?? line("assistant", e.generated);
       l.heard = e.heard;
       l.unheard = e.generated.slice(e.heard.length);
       l.tag = `interrupted after ${(e.heard_ms / 1000).toFixed(1)} s — struck-through text was not heard`;
       app.replyId = null;
+      app.heldReplyId = null;
       break;
     }
     case "turn_finished": {

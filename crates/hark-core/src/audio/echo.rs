@@ -30,10 +30,11 @@
 //! its linear filter, 20-25 dB on its own when AEC3 never rested, came back diverged, and
 //! 23 to 30 of 40 barge-ins came late; with a fresh one, none, and Hark heard itself in
 //! none of the replies' first seconds.) Resting saves what AEC3 costs, about 1.5 % of a
-//! core here (150 µs per 10 ms), for as long as Hark is silent.
+//! core here (150 µs per 10 ms), for as long as Hark is silent. A reply paused while a voice
+//! over it is checked (issue 49) is no rest: it goes on where it was, with the same echo.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -84,6 +85,9 @@ pub struct EchoReference {
     played: Mutex<Played>,
     /// Cancellers reading it: with none, the tap copies nothing.
     readers: AtomicUsize,
+    /// The reply is paused while a voice over it is checked (issue 49): its silence is no
+    /// rest, and AEC3 keeps what it learnt, for the reply goes on where it was.
+    held: AtomicBool,
 }
 
 /// What [`EchoReference::take`] found.
@@ -121,6 +125,11 @@ impl EchoReference {
     fn lock(&self) -> MutexGuard<'_, Played> {
         // Only plain samples behind it; a panic elsewhere cannot leave it half-updated.
         self.played.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The reply is paused (`true`) or plays on (`false`): see [`EchoReference::held`].
+    pub fn hold(&self, on: bool) {
+        self.held.store(on, Ordering::Relaxed);
     }
 
     /// A tap for a device stream of `channels` interleaved channels at `rate`; it starts
@@ -328,9 +337,12 @@ impl EchoCanceller {
                 // its echo.
                 let mut frame = [0.0f32; AEC_FRAME];
                 let mut scratch = [0.0f32; AEC_FRAME];
+                let held = self.reference.held.load(Ordering::Relaxed);
                 while self.render.len() >= AEC_FRAME {
                     if silent(&self.render, 0) {
-                        self.idle_frames = self.idle_frames.saturating_add(1);
+                        if !held {
+                            self.idle_frames = self.idle_frames.saturating_add(1);
+                        }
                     } else {
                         self.idle_frames = 0;
                         sounding = true;

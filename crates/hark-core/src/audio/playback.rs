@@ -48,6 +48,9 @@ pub struct Tracker {
     segments: Mutex<Vec<Arc<Segment>>>,
     /// Set by a flush: every source returns `None` at its next sample.
     stopped: AtomicBool,
+    /// The reply is paused ([`AudioOut::hold`]): nothing is played, and a speaker that
+    /// plays nothing meanwhile has not stalled.
+    held: AtomicBool,
     first_sample_at: Mutex<Option<Instant>>,
 }
 
@@ -96,6 +99,7 @@ impl Tracker {
     fn reset(&self) {
         self.lock().clear();
         self.stopped.store(false, Ordering::SeqCst);
+        self.held.store(false, Ordering::SeqCst);
         *self.first_sample_at.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
@@ -104,6 +108,21 @@ impl Tracker {
             let mut first = self.first_sample_at.lock().unwrap_or_else(|p| p.into_inner());
             first.get_or_insert_with(Instant::now);
         }
+    }
+
+    /// Whether the reply is paused ([`AudioOut::hold`]).
+    pub fn is_held(&self) -> bool {
+        self.held.load(Ordering::SeqCst)
+    }
+
+    /// The reply's text queued so far (what Hark's own voice, let through by echo
+    /// cancellation, can be heard saying); the last reply's until the next one starts.
+    pub fn reply_text(&self) -> String {
+        self.lock()
+            .iter()
+            .map(|s| s.text.as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 
     /// What has been heard so far.
@@ -197,6 +216,12 @@ pub trait AudioOut: Send + Sync {
     fn push(&self, sentence: usize, samples: Vec<f32>, rate: u32);
     /// Barge-in: stops at once and says what was heard.
     fn flush(&self) -> Heard;
+    /// Pauses the reply where it is (`true`) or plays on from there (`false`): a voice heard
+    /// over it is being checked (issue 49). Cues and asides are not paused; a new reply
+    /// starts unpaused. Outputs that play instantly only keep the flag.
+    fn hold(&self, on: bool) {
+        self.tracker().held.store(on, Ordering::SeqCst);
+    }
     /// Whether everything queued has been played.
     fn is_idle(&self) -> bool;
     /// The output's name, for messages.
@@ -523,6 +548,7 @@ impl AudioOut for Speaker {
         self.player.clear();
         self.player.play();
         self.tracker.reset();
+        self.reference.hold(false);
     }
 
     fn push(&self, sentence: usize, samples: Vec<f32>, rate: u32) {
@@ -545,10 +571,23 @@ impl AudioOut for Speaker {
     fn flush(&self) -> Heard {
         // Sources see the flag at their next sample, i.e. within the current device buffer.
         self.tracker.stopped.store(true, Ordering::SeqCst);
+        self.reference.hold(false);
         self.player.stop();
         let heard = self.tracker.heard();
         self.player.clear();
         heard
+    }
+
+    fn hold(&self, on: bool) {
+        self.tracker.held.store(on, Ordering::SeqCst);
+        self.reference.hold(on);
+        // rodio's player applies a pause at its next periodic check (every 5 ms), and plays
+        // silence meanwhile, so the device stream and the echo reference run on.
+        if on {
+            self.player.pause();
+        } else {
+            self.player.play();
+        }
     }
 
     fn is_idle(&self) -> bool {

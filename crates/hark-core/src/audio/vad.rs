@@ -156,7 +156,10 @@ pub struct GateSettings {
     pub pause_ms: u32,
     /// With an end-of-turn model: the silence that ends a turn it has not called finished
     /// (someone thinking mid-sentence). pipecat waits 3 s; 2 s ends a turn the model
-    /// misjudged sooner, and a thinking pause is rarely longer.
+    /// misjudged sooner, and a thinking pause is rarely longer. Speech that began while Hark
+    /// spoke waits `patience_ms` instead: the reply is paused until it ends (issue 49), and
+    /// a fragment of Hark's own voice, which Smart Turn calls unfinished, must not hold it
+    /// for two seconds.
     pub unfinished_patience_ms: u32,
     /// Speech that runs on this long is ended anyway (steady noise the model takes for a
     /// voice must not hold the turn open for ever).
@@ -219,6 +222,8 @@ enum GateState {
         last: u64,
         /// This pause was reported ([`Edge::Paused`]).
         asked: bool,
+        /// It began while Hark spoke (the barge-in minimum applied).
+        over_hark: bool,
     },
 }
 
@@ -328,10 +333,20 @@ impl SpeechGate {
                     None
                 }
             }
-            GateState::Speaking { start, last, asked } => {
+            GateState::Speaking {
+                start,
+                last,
+                asked,
+                over_hark,
+            } => {
                 let (last, asked) = if still { (end, false) } else { (last, asked) };
-                self.state = GateState::Speaking { start, last, asked };
-                let patience = if self.turn_model {
+                self.state = GateState::Speaking {
+                    start,
+                    last,
+                    asked,
+                    over_hark,
+                };
+                let patience = if self.turn_model && !over_hark {
                     s.unfinished_patience_ms
                 } else {
                     s.patience_ms
@@ -346,6 +361,7 @@ impl SpeechGate {
                         start,
                         last,
                         asked: true,
+                        over_hark,
                     };
                     return Some(Edge::Paused { at: last });
                 }
@@ -363,6 +379,7 @@ impl SpeechGate {
             self.state = GateState::Speaking {
                 start,
                 last,
+                over_hark: self.barge_in,
                 asked: false,
             };
             return Some(Edge::Started { at: start });
@@ -510,6 +527,31 @@ mod tests {
                 (35, Edge::Paused { at: 30 * F }),
                 // Nobody ended it: the unfinished patience (20 frames), not the 10.
                 (49, Edge::Ended { at: 30 * F }),
+            ]
+        );
+    }
+
+    /// Issue 49: speech that began while Hark spoke pauses the reply until it ends, so a
+    /// pause the model calls unfinished ends it after the plain patience, not the long one.
+    #[test]
+    fn speech_begun_over_hark_waits_the_plain_patience_when_the_model_says_unfinished() {
+        let mut g = SpeechGate::new(settings());
+        g.set_turn_model(true);
+        g.set_barge_in(true);
+        let mut edges = Vec::new();
+        for i in 0..35u64 {
+            if let Some(e) = g.frame((i + 1) * F, if i < 10 { 0.9 } else { 0.0 }) {
+                edges.push((i, e));
+                g.set_barge_in(false); // the key went down for it: Hark listens
+            }
+        }
+        assert_eq!(
+            edges,
+            vec![
+                (7, Edge::Started { at: 0 }),
+                (15, Edge::Paused { at: 10 * F }),
+                // 10 frames of silence after the last speech frame (9), not 20.
+                (19, Edge::Ended { at: 10 * F }),
             ]
         );
     }

@@ -37,6 +37,11 @@ pub enum Key {
     /// One press that toggles, whatever the mode: `hark-app --toggle`, the tray's "Push to
     /// talk" (a script or a menu cannot hold a key).
     Toggle,
+    /// Hands-free: the voice activity detector heard speech begin while Hark thought or
+    /// spoke, or while its voice may still be in the microphone, and holds the key down for
+    /// it (a [`Key::Release`] ends it). Unlike a hand on the key, such a voice may be Hark's
+    /// own: it pauses the reply, and the words decide ([`Action::PauseAndListen`]).
+    Voice,
 }
 
 /// What to do.
@@ -48,6 +53,11 @@ pub enum Action {
     StopListening,
     /// Cut the reply in flight (stop playback, cancel the model and the voice), then listen.
     BargeIn,
+    /// Pause the reply's playback, if one is under way (the model and the voice go on), and
+    /// listen: the words heard decide whether it was a barge-in or a turn (someone else's
+    /// words: cut the reply, as [`Action::BargeIn`], and answer them) or not (no words,
+    /// Hark's own, or a backchannel: play on). See `session::voice::overheard`.
+    PauseAndListen,
 }
 
 /// The key's state, to recognise auto-repeat and stray releases.
@@ -65,7 +75,14 @@ pub fn decide(mode: PttMode, phase: Phase, key: &mut KeyState, event: Key) -> Ac
             Phase::Listening => Action::StopListening,
             Phase::Thinking | Phase::Speaking => Action::BargeIn,
         },
-        Key::Press if key.down => Action::Nothing, // auto-repeat while held
+        Key::Press | Key::Voice if key.down => Action::Nothing, // auto-repeat while held
+        Key::Voice => {
+            key.down = true;
+            match phase {
+                Phase::Listening => Action::Nothing,
+                Phase::Idle | Phase::Thinking | Phase::Speaking => Action::PauseAndListen,
+            }
+        }
         Key::Press => {
             key.down = true;
             match (mode, phase) {
@@ -97,6 +114,10 @@ pub enum NoTurn {
     Silent,
     /// The transcriber heard no words.
     NoWords,
+    /// Heard over Hark's reply, hands-free: no words, Hark's own words (its voice from the
+    /// speakers, which echo cancellation let through), or only a backchannel ("mm-hmm").
+    /// The reply went on (issue 49).
+    Overheard,
 }
 
 /// Shortest utterance worth transcribing (16 kHz samples): a quarter second.
@@ -177,6 +198,24 @@ mod tests {
                 assert_eq!(run(mode, phase, &[Key::Press]), vec![Action::BargeIn]);
             }
         }
+    }
+
+    /// Issue 49: a voice that may be Hark's own only pauses the reply (if any) and listens;
+    /// its words decide.
+    #[test]
+    fn a_voice_that_may_be_hark_s_own_pauses_the_reply_and_listens() {
+        for phase in [Phase::Idle, Phase::Thinking, Phase::Speaking] {
+            assert_eq!(
+                run(PttMode::Hold, phase, &[Key::Voice, Key::Voice]),
+                vec![Action::PauseAndListen, Action::Nothing]
+            );
+        }
+        let mut k = KeyState::default();
+        decide(PttMode::Hold, Phase::Speaking, &mut k, Key::Voice);
+        assert_eq!(
+            decide(PttMode::Hold, Phase::Listening, &mut k, Key::Release),
+            Action::StopListening
+        );
     }
 
     #[test]

@@ -49,7 +49,12 @@ impl ClockOut {
                 let elapsed = now - last;
                 last = now;
                 let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
-                let mut budget = elapsed.as_secs_f64();
+                // Paused (a voice over the reply is being checked): the clock plays nothing.
+                let mut budget = if tracker.held.load(Ordering::SeqCst) {
+                    0.0
+                } else {
+                    elapsed.as_secs_f64()
+                };
                 while budget > 0.0 {
                     let Some((seg, left, rate)) = q.front_mut() else { break };
                     if tracker.stopped.load(Ordering::SeqCst) {

@@ -12,13 +12,13 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::ask::{say_aside, Aside, Question, VoiceLine, SAY_AGAIN};
-use super::{answer, Pipeline, Voice, VoiceEvent};
+use super::{answer, overheard, transcribe, Pipeline, Voice, VoiceEvent};
 use crate::audio::cue;
 use crate::audio::input::{AudioInput, InputStream, Recordings};
 use crate::audio::resample::STT_RATE;
 use crate::audio::silence::{voiced_end, PAUSE};
 use crate::audio::AudioError;
-use crate::session::ptt::{check_utterance, decide, Action, Key, KeyState, Phase, PttMode};
+use crate::session::ptt::{check_utterance, decide, Action, Key, KeyState, NoTurn, Phase, PttMode};
 use crate::session::{ChatSession, Prefiller, TurnError};
 use crate::stt::LiveTranscription;
 use crate::tools::consent::Answer;
@@ -189,6 +189,9 @@ struct Listening {
     pump: JoinHandle<Result<Captured, TurnError>>,
     /// The consent question this capture answers (a press while one waits), if any.
     answering: Option<String>,
+    /// A voice heard over the reply, which paused it ([`Action::PauseAndListen`]): its
+    /// words decide whether it was a barge-in ([`overheard`]).
+    overheard: bool,
 }
 
 /// A turn in progress: the task (which owns the conversation meanwhile), its barge-in
@@ -223,6 +226,8 @@ async fn actor(
     let mut listening: Option<Listening> = None;
     let mut turn: Option<Turn> = None;
     let mut practice = false;
+    // This reply let Hark's own voice through to the detector (see `PauseAndListen`).
+    let mut leaking = false;
     let mut line = options.questions.as_ref().map(|l| l.attach());
     let mut questions = Questions::default();
     loop {
@@ -254,7 +259,7 @@ async fn actor(
                 };
                 let action = decide(options.mode, phase, &mut key, k);
                 // A press while a consent question waits answers it: nothing is interrupted.
-                if matches!(action, Action::BargeIn | Action::StartListening) {
+                if matches!(action, Action::BargeIn | Action::PauseAndListen | Action::StartListening) {
                     if let Some(id) = questions.waiting.front().map(|q| q.request.id.clone()) {
                         questions.hush(&voice);
                         listening = start_listening(&voice, &options, &events, None);
@@ -271,6 +276,21 @@ async fn actor(
                             t.cancel.cancel();
                         }
                         listening = start_listening(&voice, &options, &events, None);
+                    }
+                    // Hands-free, a voice that may be Hark's own: the reply pauses (the
+                    // model and the voice go on) until its words say whose it was.
+                    Action::PauseAndListen => {
+                        // Once this reply has shown that Hark's voice gets through, its
+                        // words decide without a pause: a voice is cut at its end.
+                        if turn.is_some() && !leaking {
+                            voice.out.hold(true);
+                            let _ = events.send(VoiceEvent::ReplyPaused);
+                        }
+                        listening = start_listening(&voice, &options, &events, None);
+                        match listening.as_mut() {
+                            Some(l) => l.overheard = true,
+                            None => play_on(&voice, &events, turn.is_some()),
+                        }
                     }
                     Action::StartListening => {
                         // While the user speaks, a local model evaluates what the request
@@ -301,14 +321,38 @@ async fn actor(
                             }
                             continue;
                         }
-                        let Some(captured) = captured(l.pump.await, &events, turn.is_none()) else {
+                        let overheard = l.overheard;
+                        let Some(mut captured) = captured(l.pump.await, &events, turn.is_none() && !overheard) else {
+                            if overheard {
+                                play_on(&voice, &events, turn.is_some());
+                            }
                             continue;
                         };
+                        if overheard {
+                            // The words decide (issue 49). The actor waits for them as it
+                            // waits for the capture: commands queue meanwhile.
+                            let words = match someone_else_s_words(&voice, &mut captured, &events).await {
+                                Ok(words) => words,
+                                Err(whose) => {
+                                    // Hark heard itself: its canceller lets its voice through
+                                    // now, and pausing again at each syllable of it would
+                                    // stutter the whole reply.
+                                    leaking |= whose == overheard::Voice::Hark && turn.is_some();
+                                    play_on(&voice, &events, turn.is_some());
+                                    continue;
+                                }
+                            };
+                            if let Some(t) = &turn {
+                                t.cancel.cancel();
+                            }
+                            captured.1 = Some(words);
+                        }
                         // A barged-in turn is still winding down: it gives the conversation back first.
                         if let Some(t) = turn.take() {
                             chat = Some(rejoin(t.task.await));
                         }
                         let Some(c) = chat.take() else { break };
+                        leaking = false;
                         turn = Some(if practice {
                             start_practice(c, voice.clone(), captured, events.clone())
                         } else {
@@ -388,6 +432,53 @@ async fn actor(
     // The conversation is only ever out of `chat` while a turn task holds it, and every turn
     // task has been joined back above.
     chat.expect("the conversation is back from every turn")
+}
+
+/// The words of a voice that may be Hark's own (issue 49): `Ok` with them when they are
+/// someone else's (a barge-in, or a turn); otherwise whose they were (a `NoTurn` event says
+/// so), or `Listener` when no transcript could be had (a `Failed` event says why).
+async fn someone_else_s_words(
+    voice: &Voice,
+    captured: &mut Captured,
+    events: &mpsc::UnboundedSender<VoiceEvent>,
+) -> Result<String, overheard::Voice> {
+    let words = match captured.1.take() {
+        Some(t) => t,
+        None => match transcribe(voice.stt.as_ref(), &captured.0).await {
+            Ok(t) => t,
+            Err(e) => {
+                let _ = events.send(VoiceEvent::failed(&TurnError::Provider(e)));
+                return Err(overheard::Voice::Listener);
+            }
+        },
+    };
+    let whose = overheard::whose(&words, &voice.out.tracker().reply_text());
+    // Counts only: the log is no transcript.
+    tracing::debug!(
+        words = words.split_whitespace().count(),
+        ?whose,
+        "a voice that may be Hark's own"
+    );
+    if whose != overheard::Voice::Someone {
+        let _ = events.send(VoiceEvent::NoTurn {
+            reason: NoTurn::Overheard,
+        });
+        return Err(whose);
+    }
+    Ok(words)
+}
+
+/// A voice over the reply was not a barge-in (or could not be checked): the reply plays on
+/// from where it paused; with no turn under way any more (it ended meanwhile), Hark is idle.
+fn play_on(voice: &Voice, events: &mpsc::UnboundedSender<VoiceEvent>, turn: bool) {
+    voice.out.hold(false);
+    if turn {
+        let _ = events.send(VoiceEvent::ReplyResumed {
+            speaking: voice.out.first_sample_at().is_some(),
+        });
+    } else {
+        let _ = events.send(VoiceEvent::Idle);
+    }
 }
 
 /// The captured utterance, or `None` (with the events saying why) when it makes no turn.
@@ -490,6 +581,7 @@ fn start_listening(
         stop,
         pump,
         answering: None,
+        overheard: false,
     })
 }
 

@@ -7,10 +7,13 @@
 //!
 //! Full duplex, where the output gives an echo reference (the speaker): the microphone is
 //! cleaned of Hark's own voice by echo cancellation (`audio::echo`) before anything hears
-//! it, and the detector listens all the time. Speech heard while Hark thinks or speaks is
-//! a press too, which the actor takes as a barge-in: playback stops, the model and the
-//! voice are cancelled, what was heard is kept (rule 9), and the new utterance is captured
-//! and answered.
+//! it, and the detector listens all the time. Speech heard while Hark thinks or speaks (or
+//! while its voice may still be in the microphone, [`EchoWindow`]) is a press too
+//! ([`Key::Voice`]), which pauses the reply while the utterance is captured;
+//! its words decide (`overheard`, issue 49). Someone else's words are a barge-in: the
+//! model and the voice are cancelled, what was heard is kept (rule 9), and the utterance is
+//! answered. Hark's own words (its voice, let through by a canceller that has not
+//! converged), a backchannel or no words: the reply plays on from where it paused.
 //!
 //! Half-duplex, where echo cancellation is off or cannot run: from the release until the
 //! session is idle again (the reply has been spoken), and for [`ECHO_TAIL_MS`] after, the
@@ -62,6 +65,10 @@ pub struct HandsFreeOptions {
     /// Cancel Hark's own voice and listen while it speaks (barge-in by voice). Off, or
     /// with an output that gives no reference, Hark does not listen while it speaks.
     pub echo_cancellation: bool,
+    /// A voice over the reply pauses it and its words decide whether it is a barge-in
+    /// ([`Key::Voice`]); `false`: any speech over the reply cuts it at once ([`Key::Press`]),
+    /// as before issue 49, kept so the hands-free benchmark measures both side by side.
+    pub barge_in_by_words: bool,
 }
 
 impl Default for HandsFreeOptions {
@@ -69,6 +76,7 @@ impl Default for HandsFreeOptions {
         Self {
             gate: GateSettings::default(),
             echo_cancellation: true,
+            barge_in_by_words: true,
         }
     }
 }
@@ -197,6 +205,7 @@ pub fn spawn(
         duplex,
         echo_window,
         broken: false,
+        by_words: hands_free.barge_in_by_words,
         mute: mute.clone(),
         was_muted: false,
         unmuted_at: 0,
@@ -248,6 +257,9 @@ struct Controller {
     echo_window: Option<EchoWindow>,
     /// The voice activity model failed: listening by voice has stopped.
     broken: bool,
+    /// Speech that may be Hark's own is pressed as [`Key::Voice`], so that its words decide
+    /// ([`HandsFreeOptions::barge_in_by_words`]).
+    by_words: bool,
     /// The user's mute, and whether it was on at the last chunk (an unmute starts
     /// listening afresh there).
     mute: Mute,
@@ -376,7 +388,16 @@ impl Controller {
                     let deaf_until = deaf_until_of(self.state).max(self.unmuted_at);
                     self.utterance_from = at.saturating_sub(samples(PREROLL_MS)).max(deaf_until);
                     self.mic.start_next_at(self.utterance_from);
-                    if self.handle.key(Key::Press).is_err() {
+                    // Speech that began while Hark spoke, or while its voice may still be
+                    // in the microphone, may be Hark's own: its words decide.
+                    let may_be_hark =
+                        self.state == State::Busy || self.echo_window.as_ref().is_some_and(|w| at < w.until());
+                    let key = if self.by_words && may_be_hark {
+                        Key::Voice
+                    } else {
+                        Key::Press
+                    };
+                    if self.handle.key(key).is_err() {
                         return;
                     }
                     self.state = State::Capturing;
@@ -432,8 +453,9 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::audio::echo::EchoReference;
     use crate::audio::input::{Script, Scripted};
-    use crate::audio::playback::ClockOut;
+    use crate::audio::playback::{AudioOut, ClockOut};
     use crate::audio::vad::Loud;
     use crate::conversation::HistorySettings;
     use crate::provider::ProviderError;
@@ -467,19 +489,85 @@ mod tests {
         Arc<AtomicUsize>,
         Arc<AtomicUsize>,
     ) {
-        let store = Arc::new(Store::open_in_memory().unwrap());
-        let model = ScriptedModel::new();
-        model.push(Reply::text("Hello."));
-        let chat = ChatSession::create(store, Box::new(model), "Be brief.", HistorySettings::default()).unwrap();
-        let voice = Voice {
-            stt: Arc::new(ScriptedStt::new(&["hello there"])),
-            tts: Arc::new(ToneTts { ms_per_char: 1 }),
-            out: Arc::new(ClockOut::new()),
-        };
-        let mic = Scripted::new();
         let mut audio = speech_samples(1_000);
         audio.extend(vec![0.0; STT_RATE as usize * 3]);
-        mic.push(Script::Speak(audio));
+        let room = Room {
+            mic: audio,
+            transcripts: vec!["hello there".into()],
+            reply: "Hello.",
+            out: Arc::new(ClockOut::new()),
+            duplex: false,
+            by_words: true,
+        };
+        session_in(room, p)
+    }
+
+    /// What a scripted hands-free session hears and says.
+    struct Room {
+        /// The microphone's whole timeline (then silence).
+        mic: Vec<f32>,
+        /// What the transcriber hears in each utterance, in order.
+        transcripts: Vec<String>,
+        /// The model's reply to the first.
+        reply: &'static str,
+        out: Arc<dyn AudioOut>,
+        /// Full duplex (`out` gives an echo reference).
+        duplex: bool,
+        by_words: bool,
+    }
+
+    /// An output on the clock that gives echo cancellation a reference no device feeds: the
+    /// canceller has nothing to cancel and lets everything through, as a cold one at its
+    /// worst does, and the session is full duplex.
+    struct Uncancelled {
+        clock: ClockOut,
+        reference: Arc<EchoReference>,
+    }
+
+    impl AudioOut for Uncancelled {
+        fn tracker(&self) -> &crate::audio::playback::Tracker {
+            self.clock.tracker()
+        }
+        fn start_reply(&self) {
+            self.clock.start_reply()
+        }
+        fn push(&self, sentence: usize, samples: Vec<f32>, rate: u32) {
+            self.clock.push(sentence, samples, rate)
+        }
+        fn flush(&self) -> crate::audio::playback::Heard {
+            self.clock.flush()
+        }
+        fn is_idle(&self) -> bool {
+            self.clock.is_idle()
+        }
+        fn echo_reference(&self) -> Option<Arc<EchoReference>> {
+            Some(self.reference.clone())
+        }
+    }
+
+    fn session_in(
+        room: Room,
+        p: Option<f32>,
+    ) -> (
+        HandsFreeSession,
+        mpsc::UnboundedReceiver<VoiceEvent>,
+        Arc<AtomicUsize>,
+        Arc<AtomicUsize>,
+    ) {
+        let store = Arc::new(Store::open_in_memory().unwrap());
+        let model = ScriptedModel::new();
+        model.push(Reply::text(room.reply));
+        model.push(Reply::text("Okay."));
+        let chat = ChatSession::create(store, Box::new(model), "Be brief.", HistorySettings::default()).unwrap();
+        let voice = Voice {
+            stt: Arc::new(ScriptedStt::new(
+                &room.transcripts.iter().map(String::as_str).collect::<Vec<_>>(),
+            )),
+            tts: Arc::new(ToneTts { ms_per_char: 20 }),
+            out: room.out,
+        };
+        let mic = Scripted::new();
+        mic.push(Script::Speak(room.mic));
         let (asked, heard) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         let judge = Judge {
             p,
@@ -505,12 +593,14 @@ mod tests {
                     unfinished_patience_ms: 60_000,
                     ..GateSettings::default()
                 },
-                echo_cancellation: false,
+                echo_cancellation: room.duplex,
+                barge_in_by_words: room.by_words,
             },
             tx,
         )
         .map_err(|n| n.error)
         .unwrap();
+        assert_eq!(session.full_duplex(), room.duplex);
         (session, rx, asked, heard)
     }
 
@@ -566,5 +656,118 @@ mod tests {
         assert!(next(&mut rx, |e| *e == VoiceEvent::SpeechEnded).await);
         assert_eq!(asked.load(Ordering::SeqCst), 1);
         drop(session.shutdown().await);
+    }
+
+    /// A question (1 s), then, while Hark's two-second reply plays, 400 ms of Hark's own
+    /// voice in the microphone, which the canceller let through; the transcriber hears
+    /// `overheard` in it.
+    fn room_hearing_its_reply(overheard: &str, by_words: bool) -> Room {
+        let mut audio = speech_samples(1_000);
+        audio.extend(vec![0.0; STT_RATE as usize * 6 / 10]);
+        audio.extend(speech_samples(400));
+        audio.extend(vec![0.0; STT_RATE as usize * 4]);
+        Room {
+            mic: audio,
+            transcripts: vec!["tell me a story".into(), overheard.into()],
+            reply:
+                "Once upon a time there was a fox who lived in a deep green wood. Every morning it walked to the river.",
+            out: Arc::new(Uncancelled {
+                clock: ClockOut::new(),
+                reference: EchoReference::new(),
+            }),
+            duplex: true,
+            by_words,
+        }
+    }
+
+    /// Every event until the turn is over (`Idle`), or a failure after 20 s.
+    async fn until_idle(rx: &mut mpsc::UnboundedReceiver<VoiceEvent>) -> Vec<VoiceEvent> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        let mut seen = Vec::new();
+        loop {
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(Some(VoiceEvent::Level { .. } | VoiceEvent::ContextChanged { .. })) => {}
+                Ok(Some(VoiceEvent::Idle)) if seen.iter().any(|e| matches!(e, VoiceEvent::TurnFinished { .. })) => {
+                    return seen
+                }
+                Ok(Some(e)) => seen.push(e),
+                _ => panic!("no end of the turn: {seen:?}"),
+            }
+        }
+    }
+
+    /// Issue 49: Hark's own voice in the microphone while it speaks (a cold canceller lets
+    /// it through) pauses the reply, and its words, Hark's own, let the reply play on to
+    /// the end: nothing is cut, no turn is made of it.
+    #[tokio::test]
+    async fn hark_s_own_voice_let_through_the_canceller_does_not_interrupt_its_reply() {
+        let (session, mut rx, _, _) = session_in(room_hearing_its_reply("Once upon a time there", true), Some(0.9));
+        let seen = until_idle(&mut rx).await;
+        assert!(
+            !seen.iter().any(|e| matches!(e, VoiceEvent::ReplyInterrupted { .. })),
+            "Hark cut its own reply: {seen:?}"
+        );
+        let paused = seen
+            .iter()
+            .position(|e| *e == VoiceEvent::ReplyPaused)
+            .expect("the voice paused the reply");
+        let after: Vec<&VoiceEvent> = seen[paused..].iter().collect();
+        assert!(after.contains(&&VoiceEvent::NoTurn {
+            reason: crate::session::ptt::NoTurn::Overheard
+        }));
+        assert!(
+            after.contains(&&VoiceEvent::ReplyResumed { speaking: true }),
+            "{seen:?}"
+        );
+        let chat = session.shutdown().await.unwrap();
+        let record = chat.conversation().record();
+        assert_eq!(record.len(), 2, "one turn: {record:?}");
+        match &record[1].kind {
+            crate::conversation::MessageKind::Assistant(a) => assert!(!a.interrupted, "{a:?}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// A backchannel over the reply does not cut it either; someone else's words do, at
+    /// once, and are the next turn (rule 9: what was heard before the pause is kept).
+    #[tokio::test]
+    async fn a_backchannel_lets_the_reply_go_on_and_someone_else_s_words_cut_it() {
+        let (session, mut rx, _, _) = session_in(room_hearing_its_reply("Mm-hmm.", true), Some(0.9));
+        let seen = until_idle(&mut rx).await;
+        assert!(
+            !seen.iter().any(|e| matches!(e, VoiceEvent::ReplyInterrupted { .. })),
+            "{seen:?}"
+        );
+        drop(session.shutdown().await);
+
+        let (session, mut rx, _, _) = session_in(room_hearing_its_reply("Stop.", true), Some(0.9));
+        let mut seen = Vec::new();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        while !seen
+            .iter()
+            .any(|e| matches!(e, VoiceEvent::TurnFinished { reply, .. } if reply == "Okay."))
+        {
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(Some(e)) => seen.push(e),
+                _ => panic!("the words over the reply were not answered: {seen:?}"),
+            }
+        }
+        let paused = seen.iter().position(|e| *e == VoiceEvent::ReplyPaused).expect("paused");
+        let cut = seen
+            .iter()
+            .position(|e| matches!(e, VoiceEvent::ReplyInterrupted { .. }))
+            .expect("cut");
+        assert!(paused < cut);
+        let chat = session.shutdown().await.unwrap();
+        let users: Vec<String> = chat
+            .conversation()
+            .record()
+            .iter()
+            .filter_map(|m| match &m.kind {
+                crate::conversation::MessageKind::User { text } => Some(text.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(users, ["tell me a story", "Stop."]);
     }
 }

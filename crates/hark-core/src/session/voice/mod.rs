@@ -13,14 +13,17 @@
 //!   [`VoiceHandle`] and are handled in order. [`play_live`] holds the key for a
 //!   recording played as live speech.
 //! - `hands_free`: conversation without the key: the microphone stays open, a voice
-//!   activity detector presses and releases for the user, and Hark does not listen while
-//!   it speaks (half-duplex, until echo cancellation).
+//!   activity detector presses and releases for the user; with echo cancellation it
+//!   listens while Hark speaks, and a voice over the reply pauses it until its words decide.
+//! - `overheard`: whether a voice heard over the reply is a barge-in, by its words (Hark's
+//!   own words, none, or a backchannel are not).
 //! - `ask`: consent questions put by voice ([`SpokenAsker`]): spoken aside from the reply,
 //!   answered by the next press ("yes", "no", "always").
 
 mod actor;
 mod ask;
 pub mod hands_free;
+pub mod overheard;
 mod turn;
 
 use std::sync::Arc;
@@ -144,6 +147,15 @@ pub enum VoiceEvent {
         id: String,
         heard: String,
         answer: Option<Answer>,
+    },
+    /// Hands-free: speech was heard over the reply, which paused while its words are checked
+    /// (issue 49): someone else's words cut it ([`VoiceEvent::ReplyInterrupted`] follows),
+    /// Hark's own, a backchannel or none let it play on ([`VoiceEvent::ReplyResumed`]).
+    ReplyPaused,
+    /// The paused reply plays on; `speaking`: it had begun playing (otherwise Hark is still
+    /// thinking).
+    ReplyResumed {
+        speaking: bool,
     },
     /// Barge-in: what was heard of the reply and what had been generated.
     ReplyInterrupted {

@@ -346,7 +346,8 @@ pub(super) async fn drained(out: &dyn AudioOut, until: Drain, barge_in: &Cancell
             _ = barge_in.cancelled() => return Ok(()),
         }
         let played = out.heard().ms;
-        if played != last {
+        // A paused reply plays nothing on purpose (a voice over it is being checked).
+        if played != last || out.tracker().is_held() {
             last = played;
             still_since = tokio::time::Instant::now();
         } else if still_since.elapsed() >= STALL_AFTER {
