@@ -1173,7 +1173,13 @@ export type NoTurn =
 /**
  * The transcriber heard no words.
  */
-"no_words"
+"no_words" | 
+/**
+ * Heard over Hark's reply, hands-free: no words, Hark's own words (its voice from the
+ * speakers, which echo cancellation let through), or only a backchannel ("mm-hmm").
+ * The reply went on (issue 49).
+ */
+"overheard"
 /**
  * An event as a window gets it: numbered, from 1, in the order sent. A snapshot carries
  * the number of the last event sent before it was read, so a window can tell a snapshot
@@ -1561,6 +1567,17 @@ export type VoiceEvent =
  * the words (the question is asked again) or the question was settled meanwhile.
  */
 { type: "consent_heard"; id: string; heard: string; answer: Answer | null } | 
+/**
+ * Hands-free: speech was heard over the reply, which paused while its words are checked
+ * (issue 49): someone else's words cut it ([`VoiceEvent::ReplyInterrupted`] follows),
+ * Hark's own, a backchannel or none let it play on ([`VoiceEvent::ReplyResumed`]).
+ */
+{ type: "reply_paused" } | 
+/**
+ * The paused reply plays on; `speaking`: it had begun playing (otherwise Hark is still
+ * thinking).
+ */
+{ type: "reply_resumed"; speaking: boolean } | 
 /**
  * Barge-in: what was heard of the reply and what had been generated.
  */
