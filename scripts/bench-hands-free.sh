@@ -9,7 +9,9 @@
 # Environment:
 #   HARK_BENCH_TRIALS    turns of section 3 (default 10)
 #   HARK_BENCH_SECTIONS  which sections (default 1,2,3,4,5; 3 and 4 run together)
-#   HARK_BENCH_REPLIES   section 5: Hark's own replies per variant (default 200)
+#   HARK_BENCH_REPLIES   section 5: Hark's own replies with today's code (default 200;
+#                        about 9 s each)
+#   HARK_BENCH_REPLIES_BEFORE  the same with the code before issue 49 (default 100)
 #   HARK_BENCH_ROUNDS    section 5: rounds of the 16 voices over a reply (default 3)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -13,8 +13,9 @@
 # line of counts (`N passed, N failed`) after the failing tests' names.
 #
 #   scripts/test.sh --repeat N [FILTER]   the flake finder: after the same checks and build,
-#                                         the app, audio and first-run tests N times in a
-#                                         row, then each test's pass count (N/N or not).
+#                                         the app, audio, hands-free and first-run tests N
+#                                         times in a row, then each test's pass count (N/N
+#                                         or not).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CI=true
@@ -61,7 +62,7 @@ chmod 700 "$SANDBOX/run"
 if [ "$REPEAT" -gt 0 ]; then
   echo "== the app, audio and first-run tests, $REPEAT times (virtual display, Secret Service, audio)"
   TESTS='cargo test --locked -p hark-app --test app --test resident --test first_run -- --include-ignored
-cargo test --locked -p hark-e2e --test audio -- --include-ignored'
+cargo test --locked -p hark-e2e --test audio --test hands_free -- --include-ignored'
 else
   echo "== cargo test (virtual display, private Secret Service, virtual speaker and microphone)"
   TESTS='cargo test --workspace --locked --no-fail-fast -- --include-ignored'

@@ -39,10 +39,11 @@ use hark_core::audio::wav;
 use hark_core::conversation::HistorySettings;
 use hark_core::models::{Manifest, ModelStore};
 use hark_core::session::ptt::PttMode;
-use hark_core::session::voice::hands_free::{self, HandsFreeOptions};
+use hark_core::session::voice::hands_free::{self, HandsFreeOptions, HandsFreeSession};
 use hark_core::session::voice::{ActorOptions, Voice, VoiceEvent};
 use hark_core::session::ChatSession;
 use hark_core::store::Store;
+use hark_core::stt::Transcriber;
 use hark_core::testing::{no_speech_set, Reply, ScriptedModel, ScriptedStt};
 use hark_core::tts::natural::NaturalVoice;
 use hark_core::tts::system::SystemVoice;
@@ -358,6 +359,51 @@ async fn until(rx: &mut UnboundedReceiver<VoiceEvent>, what: &str, pred: impl Fn
     }
 }
 
+/// A hands-free session in the room: the virtual speaker and microphone, Silero VAD with
+/// the benchmark's gate, `turn` asked at pauses, the OS voice, `stt`, and `model` replying;
+/// `barge_in_by_words` off, any speech over the reply cuts it (the code before issue 49).
+fn room_session(
+    db: &std::path::Path,
+    speaker: &Arc<Speaker>,
+    stt: Arc<dyn Transcriber>,
+    model: &ScriptedModel,
+    turn: Option<SmartTurn>,
+    barge_in_by_words: bool,
+) -> (HandsFreeSession, UnboundedReceiver<VoiceEvent>) {
+    let store = Arc::new(Store::open(db).expect("the store"));
+    let chat = ChatSession::create(store, Box::new(model.clone()), "Be brief.", HistorySettings::default())
+        .expect("the session");
+    let voice = Voice {
+        stt,
+        tts: Arc::new(SystemVoice::default()),
+        out: speaker.clone(),
+    };
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let session = hands_free::spawn(
+        chat,
+        voice,
+        ActorOptions {
+            mode: PttMode::Hold,
+            input_device: None,
+            input: Arc::new(Microphone),
+            cues: false,
+            pipeline: Default::default(),
+            questions: None,
+        },
+        Box::new(silero()),
+        turn.map(|t| Box::new(t) as Box<dyn TurnModel>),
+        HandsFreeOptions {
+            gate: gate(),
+            barge_in_by_words,
+            ..HandsFreeOptions::default()
+        },
+        tx,
+    )
+    .expect("the virtual microphone");
+    assert!(session.full_duplex(), "echo cancellation runs on the speaker");
+    (session, rx)
+}
+
 /// Plays a clip into the room, on a thread of its own.
 fn play(path: &std::path::Path) -> std::thread::JoinHandle<()> {
     let path = path.to_path_buf();
@@ -389,36 +435,8 @@ async fn session(dir: &std::path::Path, speaker: Arc<Speaker>, trials: usize, tu
         }
     );
     let model = ScriptedModel::new();
-    let store = Arc::new(Store::open(dir.join("bench.db")).expect("the store"));
-    let chat = ChatSession::create(store, Box::new(model.clone()), "Be brief.", HistorySettings::default())
-        .expect("the session");
-    let voice = Voice {
-        stt: Arc::new(ScriptedStt::new(&["tell me a story"])),
-        tts: Arc::new(SystemVoice::default()),
-        out: speaker,
-    };
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let session = hands_free::spawn(
-        chat,
-        voice,
-        ActorOptions {
-            mode: PttMode::Hold,
-            input_device: None,
-            input: Arc::new(Microphone),
-            cues: false,
-            pipeline: Default::default(),
-            questions: None,
-        },
-        Box::new(silero()),
-        turn.map(|t| Box::new(t) as Box<dyn TurnModel>),
-        HandsFreeOptions {
-            gate: gate(),
-            ..HandsFreeOptions::default()
-        },
-        tx,
-    )
-    .expect("the virtual microphone");
-    assert!(session.full_duplex(), "echo cancellation runs on the speaker");
+    let stt = Arc::new(ScriptedStt::new(&["tell me a story"]));
+    let (session, mut rx) = room_session(&dir.join("bench.db"), &speaker, stt, &model, turn, true);
     let (q, q_samples) = espeak("Tell me a story.", dir, "q.wav");
     let (over, over_samples) = espeak("Stop, that is enough.", dir, "over.wav");
     let over_first = over_samples.iter().position(|s| s.abs() > 0.02).unwrap_or(0) as f64 / 16.0;
@@ -647,7 +665,10 @@ fn main() {
             barge_in::barge_in(
                 dir.path(),
                 speaker.clone(),
-                number("HARK_BENCH_REPLIES", 200),
+                [
+                    number("HARK_BENCH_REPLIES_BEFORE", 100),
+                    number("HARK_BENCH_REPLIES", 200),
+                ],
                 number("HARK_BENCH_ROUNDS", 3),
             )
             .await;

@@ -21,25 +21,17 @@ use std::process::{Child, Command};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use hark_core::assembly::Profile;
 use hark_core::audio::input::{AudioInput, InputStream, Microphone};
 use hark_core::audio::playback::Speaker;
-use hark_core::audio::turn::TurnModel;
-use hark_core::conversation::HistorySettings;
 use hark_core::models::{Manifest, ModelStore};
-use hark_core::session::ptt::PttMode;
-use hark_core::session::voice::hands_free::{self, HandsFreeOptions, HandsFreeSession};
-use hark_core::session::voice::{ActorOptions, Voice, VoiceEvent};
-use hark_core::session::ChatSession;
-use hark_core::store::Store;
+use hark_core::session::voice::VoiceEvent;
 use hark_core::stt::moonshine::MoonshineStt;
 use hark_core::stt::Transcriber;
 use hark_core::testing::{Reply, ScriptedModel};
-use hark_core::tts::system::SystemVoice;
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use hark_core::assembly::Profile;
-
-use super::{espeak, first_sound, gate, percentile, play, silero, smart_turn};
+use super::{espeak, first_sound, percentile, play, room_session, smart_turn};
 
 /// Hark's replies in the self-interruption trials: two to three seconds in the OS voice.
 const OWN_REPLIES: [&str; 3] = [
@@ -75,48 +67,6 @@ const VARIANTS: [(&str, bool); 2] = [
     ("before (any speech over the reply cuts it)", false),
     ("after (the words decide)", true),
 ];
-
-/// A hands-free session in the room: Moonshine, the OS voice, a scripted model.
-fn session(
-    dir: &Path,
-    speaker: &Arc<Speaker>,
-    stt: &Arc<dyn Transcriber>,
-    model: &ScriptedModel,
-    by_words: bool,
-) -> (HandsFreeSession, UnboundedReceiver<VoiceEvent>) {
-    let store = Arc::new(Store::open(dir.join(format!("barge-in-{by_words}.db"))).expect("the store"));
-    let chat = ChatSession::create(store, Box::new(model.clone()), "Be brief.", HistorySettings::default())
-        .expect("the session");
-    let voice = Voice {
-        stt: stt.clone(),
-        tts: Arc::new(SystemVoice::default()),
-        out: speaker.clone(),
-    };
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let session = hands_free::spawn(
-        chat,
-        voice,
-        ActorOptions {
-            mode: PttMode::Hold,
-            input_device: None,
-            input: Arc::new(Microphone),
-            cues: false,
-            pipeline: Default::default(),
-            questions: None,
-        },
-        Box::new(silero()),
-        Some(Box::new(smart_turn()) as Box<dyn TurnModel>),
-        HandsFreeOptions {
-            gate: gate(),
-            barge_in_by_words: by_words,
-            ..HandsFreeOptions::default()
-        },
-        tx,
-    )
-    .expect("the virtual microphone");
-    assert!(session.full_duplex(), "echo cancellation runs on the speaker");
-    (session, rx)
-}
 
 /// The next event but levels and panels within `wait`.
 async fn next(rx: &mut UnboundedReceiver<VoiceEvent>, wait: Duration) -> Option<VoiceEvent> {
@@ -311,9 +261,10 @@ fn first_sound_ms(path: &Path) -> f64 {
     samples.iter().position(|s| s.abs() > 0.02).unwrap_or(0) as f64 / 16.0
 }
 
-/// Section 5. `replies`: Hark's own replies per variant (a quarter each quiet and loaded,
-/// after a rest and back to back); `rounds`: how often each voice is played over a reply.
-pub async fn barge_in(dir: &Path, speaker: Arc<Speaker>, replies: usize, rounds: usize) {
+/// Section 5. `replies`: Hark's own replies with the code before and with today's (a quarter
+/// each quiet and loaded, after a rest and back to back); `rounds`: how often each voice is
+/// played over a reply.
+pub async fn barge_in(dir: &Path, speaker: Arc<Speaker>, replies: [usize; 2], rounds: usize) {
     let manifest = Manifest::load().expect("the manifest");
     let files = Profile::default()
         .moonshine_files(&manifest, &ModelStore::default_dir())
@@ -352,10 +303,11 @@ pub async fn barge_in(dir: &Path, speaker: Arc<Speaker>, replies: usize, rounds:
         voices.push((path, first));
     }
     println!("5. Barge-in (issue 49), Moonshine deciding by the words; the code before side by side, in this run:");
-    let quarter = replies.div_ceil(4);
-    for (label, by_words) in VARIANTS {
+    for ((label, by_words), replies) in VARIANTS.into_iter().zip(replies) {
+        let quarter = replies.div_ceil(4);
         let model = ScriptedModel::new();
-        let (session, mut rx) = session(dir, &speaker, &stt, &model, by_words);
+        let db = dir.join(format!("barge-in-{by_words}.db"));
+        let (session, mut rx) = room_session(&db, &speaker, stt.clone(), &model, Some(smart_turn()), by_words);
         tokio::time::sleep(Duration::from_millis(800)).await;
         let mut lines = Vec::new();
         let mut total = Own::default();

@@ -497,7 +497,6 @@ mod tests {
             reply: "Hello.",
             out: Arc::new(ClockOut::new()),
             duplex: false,
-            by_words: true,
         };
         session_in(room, p)
     }
@@ -513,7 +512,6 @@ mod tests {
         out: Arc<dyn AudioOut>,
         /// Full duplex (`out` gives an echo reference).
         duplex: bool,
-        by_words: bool,
     }
 
     /// An output on the clock that gives echo cancellation a reference no device feeds: the
@@ -594,7 +592,7 @@ mod tests {
                     ..GateSettings::default()
                 },
                 echo_cancellation: room.duplex,
-                barge_in_by_words: room.by_words,
+                ..HandsFreeOptions::default()
             },
             tx,
         )
@@ -661,7 +659,7 @@ mod tests {
     /// A question (1 s), then, while Hark's two-second reply plays, 400 ms of Hark's own
     /// voice in the microphone, which the canceller let through; the transcriber hears
     /// `overheard` in it.
-    fn room_hearing_its_reply(overheard: &str, by_words: bool) -> Room {
+    fn room_hearing_its_reply(overheard: &str) -> Room {
         let mut audio = speech_samples(1_000);
         audio.extend(vec![0.0; STT_RATE as usize * 6 / 10]);
         audio.extend(speech_samples(400));
@@ -676,7 +674,6 @@ mod tests {
                 reference: EchoReference::new(),
             }),
             duplex: true,
-            by_words,
         }
     }
 
@@ -696,17 +693,24 @@ mod tests {
         }
     }
 
+    /// The room of [`room_hearing_its_reply`] with the transcriber hearing `overheard`: the
+    /// events of the turn, which must have played its reply whole, and the session.
+    async fn reply_played_whole(overheard: &str) -> (HandsFreeSession, Vec<VoiceEvent>) {
+        let (session, mut rx, _, _) = session_in(room_hearing_its_reply(overheard), Some(0.9));
+        let seen = until_idle(&mut rx).await;
+        assert!(
+            !seen.iter().any(|e| matches!(e, VoiceEvent::ReplyInterrupted { .. })),
+            "Hark cut its reply: {seen:?}"
+        );
+        (session, seen)
+    }
+
     /// Issue 49: Hark's own voice in the microphone while it speaks (a cold canceller lets
     /// it through) pauses the reply, and its words, Hark's own, let the reply play on to
     /// the end: nothing is cut, no turn is made of it.
     #[tokio::test]
     async fn hark_s_own_voice_let_through_the_canceller_does_not_interrupt_its_reply() {
-        let (session, mut rx, _, _) = session_in(room_hearing_its_reply("Once upon a time there", true), Some(0.9));
-        let seen = until_idle(&mut rx).await;
-        assert!(
-            !seen.iter().any(|e| matches!(e, VoiceEvent::ReplyInterrupted { .. })),
-            "Hark cut its own reply: {seen:?}"
-        );
+        let (session, seen) = reply_played_whole("Once upon a time there").await;
         let paused = seen
             .iter()
             .position(|e| *e == VoiceEvent::ReplyPaused)
@@ -732,15 +736,10 @@ mod tests {
     /// once, and are the next turn (rule 9: what was heard before the pause is kept).
     #[tokio::test]
     async fn a_backchannel_lets_the_reply_go_on_and_someone_else_s_words_cut_it() {
-        let (session, mut rx, _, _) = session_in(room_hearing_its_reply("Mm-hmm.", true), Some(0.9));
-        let seen = until_idle(&mut rx).await;
-        assert!(
-            !seen.iter().any(|e| matches!(e, VoiceEvent::ReplyInterrupted { .. })),
-            "{seen:?}"
-        );
+        let (session, _) = reply_played_whole("Mm-hmm.").await;
         drop(session.shutdown().await);
 
-        let (session, mut rx, _, _) = session_in(room_hearing_its_reply("Stop.", true), Some(0.9));
+        let (session, mut rx, _, _) = session_in(room_hearing_its_reply("Stop."), Some(0.9));
         let mut seen = Vec::new();
         let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
         while !seen
