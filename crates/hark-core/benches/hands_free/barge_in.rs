@@ -166,8 +166,13 @@ async fn own_replies(
             own.unanswered += 1;
         }
         if cut || !started {
-            // Whatever the cut started (a turn of Hark's own words) is over.
-            settle(rx, Duration::from_secs(2)).await;
+            // Whatever the cut started (a turn of Hark's own words) is over; what the
+            // recogniser made of the voice that cut the reply is said, to see why.
+            while let Some(e) = next(rx, Duration::from_secs(2)).await {
+                if let (true, VoiceEvent::TranscriptFinal { text }) = (cut, &e) {
+                    eprintln!("     a cut of {reply:?}: the words that cut it were {text:?}");
+                }
+            }
         } else {
             // The reply played whole: the next question as soon as Hark listens again.
             while let Some(e) = next(rx, Duration::from_secs(10)).await {

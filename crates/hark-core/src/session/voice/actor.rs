@@ -189,8 +189,8 @@ struct Listening {
     pump: JoinHandle<Result<Captured, TurnError>>,
     /// The consent question this capture answers (a press while one waits), if any.
     answering: Option<String>,
-    /// A voice heard over the reply, which paused it ([`Action::PauseAndListen`]): its
-    /// words decide whether it was a barge-in ([`overheard`]).
+    /// A voice that may be Hark's own ([`Action::PauseAndListen`]; the reply, if any, is
+    /// paused for it): its words decide whether it was someone else's ([`overheard`]).
     overheard: bool,
 }
 
