@@ -25,7 +25,10 @@ async fn speak(app: &App, wav: &std::path::Path) {
 }
 
 /// Whisper reads back what came out of the speaker: at least half of the reply's words of
-/// four letters or more (both compared as `stt::wer::words`, so "8" and "eight" agree).
+/// four letters or more (both compared as `stt::wer::words`, so "8" and "eight" agree), or a
+/// reading nearer the reply than not, letter by letter. A short reply may have one such
+/// word, a name whisper tiny.en hears as another word: "I'm Hark." came back as "in heart"
+/// (the words match in 5 of 8 letters), where silence or other speech match in few.
 /// The recording is read stretch by stretch, split at its pauses (`stt::segment`): a reply
 /// can pause for a second while the model writes its next clause, and whisper tiny.en,
 /// given the whole recording at once, sometimes stopped at such a gap.
@@ -41,9 +44,11 @@ async fn assert_read_back(spoken: &[f32], reply: &str) {
     let heard = words(&heard).join(" ");
     let said: Vec<String> = words(reply).into_iter().filter(|w| w.len() > 3).collect();
     let found = said.iter().filter(|w| heard.contains(w.as_str())).count();
+    let alike = strsim::normalized_levenshtein(&heard, &words(reply).join(" "));
     assert!(
-        found * 2 >= said.len(),
-        "whisper heard {heard:?} off the speaker for the reply {reply:?}"
+        found * 2 >= said.len() || alike >= 0.5,
+        "whisper heard {heard:?} off the speaker for the reply {reply:?} ({found} of its {} long words, {alike:.2} alike)",
+        said.len()
     );
 }
 

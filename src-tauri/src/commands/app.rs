@@ -105,6 +105,7 @@ pub fn finish_onboarding(app: AppHandle, state: State<'_, AppState>) -> CmdResul
     crate::settings::save(&s).map_err(|e| CommandError::new(ErrorKind::Settings, e.to_string()))?;
     let last = s.last_session.clone();
     drop(s);
+    tracing::info!("the introduction is done");
     match lock(&state.voice).clone() {
         Some(h) => {
             let _ = h.practice(false);

@@ -259,8 +259,12 @@ impl App {
                 let banners = self
                     .js("return document.querySelector('#banners')?.innerText ?? ''")
                     .await;
+                // What the window showed: a wait that ends here is read from this and the log.
+                let shown = self
+                    .js("return (document.querySelector('#onboarding') ? `the introduction at ${document.querySelector('#onboarding').dataset.step}: ` : '') + document.body.innerText.slice(0, 600)")
+                    .await;
                 let log = logs_under(&self.dir, 40);
-                panic!("timed out waiting for {what}; last value {v}; banners: {banners}\nthe app's log:\n{log}");
+                panic!("timed out waiting for {what}; last value {v}; banners: {banners}\nthe window showed: {shown}\nthe app's log:\n{log}");
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
