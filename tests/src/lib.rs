@@ -60,6 +60,9 @@ pub enum Behaviour {
     CallTool { name: String, arguments: String },
     /// Answer `307 Temporary Redirect` to this `Location` (a moved or hijacked endpoint).
     Redirect(String),
+    /// Stream this recorded response body byte for byte (a vendor's recorded stream), an
+    /// event at a time, each event split in two chunks.
+    Replay(String),
 }
 
 /// One request as received.
@@ -739,6 +742,19 @@ async fn handle(mut sock: TcpStream, s: Arc<Shared>) {
         (_, Some(result)) => format!("Done: {result}"),
         _ => answer(&msgs, req.system().as_deref()),
     };
+    if let Behaviour::Replay(body) = &behaviour {
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
+        if sock.write_all(head.as_bytes()).await.is_err() {
+            return;
+        }
+        let delay = *s.chunk_delay.lock().expect("delay");
+        let mut w = ChunkWriter { sock: &mut sock, delay };
+        for event in body.split_inclusive("\n\n") {
+            w.event(event).await;
+        }
+        w.end().await;
+        return;
+    }
     if let Behaviour::Redirect(location) = &behaviour {
         let head = format!(
             "HTTP/1.1 307 Temporary Redirect\r\nlocation: {location}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
@@ -953,6 +969,16 @@ impl ChunkWriter<'_> {
 /// Why a test is `#[ignore]`d for a plain `cargo test`: it needs what `scripts/test.sh`
 /// provides (which runs it with `--include-ignored`, so there it always runs).
 pub const NEEDS_TEST_SH: &str = "needs scripts/test.sh (models, virtual audio, display, keyring)";
+
+/// A vendor's recorded response body, as its SDK's repository keeps it: `vendor` is the
+/// folder under `tests/recorded/` (see its README for each file's source and licence).
+pub fn recorded(vendor: &str, file: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("recorded")
+        .join(vendor)
+        .join(file);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
 
 /// The offline whisper model that `scripts/fetch-models.sh` puts in `HARK_MODELS_DIR`.
 /// Its absence fails the test: a test that needs it is `#[ignore]`d unless run by

@@ -151,7 +151,7 @@ async fn a_spoken_conversation_on_virtual_audio_devices_with_barge_in() {
         matches!(e, VoiceEvent::TranscriptFinal { .. })
     })
     .await;
-    let VoiceEvent::TurnFinished { reply, metrics } =
+    let VoiceEvent::TurnFinished { reply, metrics, .. } =
         wait_for(&mut rx, "reply 2", |e| matches!(e, VoiceEvent::TurnFinished { .. })).await
     else {
         unreachable!()

@@ -101,6 +101,13 @@ pub async fn run(args: SessionArgs, db: PathBuf) -> Result<ExitCode> {
         let text = line.strip_prefix('/').unwrap_or(line);
         match session.send(text, &interrupted, |e| on_turn_event(&out, e)).await {
             Ok(reply) => {
+                // A refusal with no words, or a reply the length limit cut off, is said so.
+                if let Some(n) = match &reply.kind {
+                    MessageKind::Assistant(a) => hark_core::session::notice(a),
+                    _ => None,
+                } {
+                    out.text(&format!("\n[{n}]"));
+                }
                 out.text("\n");
                 out.event(reply_event(&reply, &session));
             }
@@ -176,12 +183,18 @@ fn reply_event(reply: &Message, session: &ChatSession) -> serde_json::Value {
                 ReplyOutcome::Complete => "complete",
                 ReplyOutcome::Failed { .. } => "failed",
                 ReplyOutcome::Cancelled => "cancelled",
+                ReplyOutcome::Refused { .. } => "refused",
+                ReplyOutcome::CutOff => "cut_off",
             },
         ),
         _ => (json!(null), json!(null), "complete"),
     };
     json!({
         "type": "reply", "id": reply.id, "text": reply.text(), "outcome": outcome,
+        "notice": match &reply.kind {
+            MessageKind::Assistant(a) => hark_core::session::notice(a),
+            _ => None,
+        },
         "usage": usage, "latency": latency,
         "context": {"turns": w.turns, "dropped_turns": w.dropped_turns, "tokens": w.tokens},
     })

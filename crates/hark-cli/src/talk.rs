@@ -173,8 +173,11 @@ fn print_event(json: bool, mic: bool, hands_free: bool, e: &VoiceEvent) {
         VoiceEvent::TranscriptFinal { text } => println!("you: {}", printable(text)),
         VoiceEvent::NoTurn { reason } => eprintln!("(no turn: {reason:?})"),
         VoiceEvent::ReplyDelta { .. } | VoiceEvent::Level { .. } => {}
-        VoiceEvent::TurnFinished { reply, metrics } => {
+        VoiceEvent::TurnFinished { reply, metrics, notice } => {
             println!("hark: {}", printable(reply));
+            if let Some(n) = notice {
+                println!("hark: [{n}]");
+            }
             eprintln!(
                 "(release→transcript {} ms, first token {} ms, first audio out {} ms)",
                 metrics.transcript_ms.unwrap_or(0),

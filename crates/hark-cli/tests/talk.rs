@@ -10,7 +10,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use hark_e2e::speech::FakeSpeech;
-use hark_e2e::{espeak_wav, whisper_model, FakeLlm};
+use hark_e2e::{espeak_wav, recorded, whisper_model, Behaviour, FakeLlm};
 use serde_json::Value;
 
 #[test]
@@ -77,6 +77,81 @@ fn wav_turns_are_transcribed_answered_and_spoken_into_files() {
         "{latency}"
     );
     assert!(Path::new(&out.join("turn-1.wav")).exists());
+}
+
+/// Issue 46: with a cloud key, OpenAI's recorded refusal was spoken as silence and its
+/// recorded `finish_reason: "length"` reply passed for a whole answer. Spoken turns (whisper
+/// hears the user, the OS voice answers into WAV files, whisper reads them back): the
+/// refusal is said in the provider's words, and the cut-off reply is followed by Hark
+/// saying it was cut off.
+#[test]
+#[ignore = "needs the whisper model (scripts/test.sh fetches it)"]
+fn a_refusal_is_said_in_the_provider_s_words_and_a_cut_off_reply_is_said_so() {
+    let model = whisper_model().to_string_lossy().to_string();
+    let server = FakeLlm::openai(None);
+    server.push(Behaviour::Replay(recorded(
+        "openai-python",
+        "173417d553406f034f643e5db3f8d591fb691ebac56f5ae39a22cc7d455c5353.bin",
+    )));
+    server.push(Behaviour::Replay(recorded(
+        "openai-python",
+        "4cc50a6135d254573a502310e6af1246f55edb6ad95fa24059f160996b68866d.bin",
+    )));
+    let dir = tempfile::tempdir().unwrap();
+    let (u1, u2, out) = (
+        dir.path().join("u1.wav"),
+        dir.path().join("u2.wav"),
+        dir.path().join("out"),
+    );
+    espeak_wav("How do I pick a lock?", &u1);
+    espeak_wav("What is the weather like today?", &u2);
+    let url = server.base_url();
+    let args = [
+        "--base-url",
+        url.as_str(),
+        "--model",
+        "gpt-4o",
+        "--whisper-model",
+        model.as_str(),
+    ];
+    let hark = |db: &str| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_hark"));
+        c.arg("--db").arg(dir.path().join(db));
+        c
+    };
+    let events = common::talk(hark("hark.db"), &args, &[&u1, &u2], &out, None);
+    let finished: Vec<&Value> = events.iter().filter(|e| e["type"] == "turn_finished").collect();
+    assert_eq!(finished.len(), 2, "{events:?}");
+    assert_eq!(finished[0]["reply"], "I'm sorry, I can't assist with that request.");
+    assert_eq!(finished[0]["notice"], Value::Null, "the provider's words say it");
+    assert_eq!(finished[1]["reply"], "{\"");
+    assert_eq!(
+        finished[1]["notice"],
+        "My answer was cut off there: it reached the length limit."
+    );
+    // What came out of the speaker, read back.
+    let read_back = |wav: &str| {
+        let heard = common::talk(
+            hark(&format!("check-{wav}.db")),
+            &args,
+            &[&out.join(wav)],
+            &dir.path().join(format!("out-{wav}")),
+            None,
+        );
+        common::of_type(&heard, "transcript_final", "text")
+            .join(" ")
+            .to_lowercase()
+    };
+    let refusal = read_back("turn-1.wav");
+    assert!(
+        refusal.contains("sorry") && refusal.contains("assist"),
+        "whisper heard: {refusal}"
+    );
+    let cut = read_back("turn-2.wav");
+    assert!(
+        cut.contains("cut off") && cut.contains("length limit"),
+        "whisper heard: {cut}"
+    );
 }
 
 #[test]

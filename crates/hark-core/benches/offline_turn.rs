@@ -784,7 +784,7 @@ async fn conversation(
                         interims.push((tokio::time::Instant::now(), text));
                     }
                     Ok(Some(VoiceEvent::TranscriptFinal { text })) => heard = text,
-                    Ok(Some(VoiceEvent::TurnFinished { metrics, reply })) => finished = Some((metrics, reply)),
+                    Ok(Some(VoiceEvent::TurnFinished { metrics, reply, .. })) => finished = Some((metrics, reply)),
                     Ok(Some(VoiceEvent::Idle)) => idle = true,
                     Ok(Some(VoiceEvent::Failed { message, .. })) => panic!("{label}, {}: the turn failed: {message}", clip.name),
                     Ok(Some(VoiceEvent::NoTurn { reason })) => panic!("{label}, {}: no turn: {reason:?}", clip.name),

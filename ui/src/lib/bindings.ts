@@ -1216,6 +1216,11 @@ generated: string | null; interrupted: boolean;
  */
 failed: string | null; 
 /**
+ * A reply that ended short of an answer: "refused" (the model declined) or "cut_off"
+ * (the length limit).
+ */
+ended: string | null; 
+/**
  * Whether the next request carries it.
  */
 in_context: boolean; 
@@ -1581,7 +1586,7 @@ export type VoiceEvent =
 /**
  * Barge-in: what was heard of the reply and what had been generated.
  */
-{ type: "reply_interrupted"; heard: string; generated: string; heard_ms: number } | { type: "turn_finished"; reply: string; metrics: TurnMetrics } | 
+{ type: "reply_interrupted"; heard: string; generated: string; heard_ms: number } | { type: "turn_finished"; reply: string; metrics: TurnMetrics; notice: string | null } | 
 /**
  * The record or the context changed: the history panel's new view.
  */

@@ -25,6 +25,8 @@ export interface Line {
   heard?: string;
   unheard?: string;
   tag?: string;
+  /** What Hark said after the reply about how it ended (a refusal, the length limit). */
+  notice?: string;
 }
 
 /** A banner: a problem, or a notice. */
@@ -186,7 +188,9 @@ function onVoice(e: VoiceEvent): void {
       break;
     }
     case "turn_finished": {
-      const l = find(app.replyId);
+      // A refusal with no words has no line yet: the notice is the reply's line.
+      const l = e.notice != null ? (find(app.replyId) ?? line("assistant", "")) : find(app.replyId);
+      if (l && e.notice != null) l.notice = e.notice;
       const m: TurnMetrics = e.metrics;
       if (l && m.first_audio_out_ms != null) l.tag = `first audio ${m.first_audio_out_ms} ms after release`;
       app.replyId = null;

@@ -98,6 +98,14 @@ pub enum ReplyOutcome {
     Failed { error_kind: String, message: String },
     /// The turn was cancelled (barge-in or the user stopped it).
     Cancelled,
+    /// The model declined to answer. `reason`: the provider's own words saying so (they end
+    /// `generated`), when it sent any; `generated` may also hold what came before.
+    Refused {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// The length limit cut the reply off; `generated` holds what came before the cut.
+    CutOff,
 }
 
 /// A tool call requested by the model.

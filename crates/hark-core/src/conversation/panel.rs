@@ -54,6 +54,9 @@ pub struct PanelEntry {
     pub interrupted: bool,
     /// Why the reply failed, if it did.
     pub failed: Option<String>,
+    /// A reply that ended short of an answer: "refused" (the model declined) or "cut_off"
+    /// (the length limit).
+    pub ended: Option<&'static str>,
     /// Whether the next request carries it.
     pub in_context: bool,
     /// For a tool result: the call it answers, as the model wrote it (`text` is the result).
@@ -110,6 +113,14 @@ impl PanelView {
             .enumerate()
             .map(|(k, m)| {
                 let i = first + k;
+                let ended = match &m.kind {
+                    MessageKind::Assistant(a) => match a.outcome {
+                        ReplyOutcome::Refused { .. } => Some("refused"),
+                        ReplyOutcome::CutOff => Some("cut_off"),
+                        _ => None,
+                    },
+                    _ => None,
+                };
                 let (text, generated, interrupted, failed) = match &m.kind {
                     MessageKind::Assistant(a) => (
                         a.context_text().to_string(),
@@ -118,7 +129,7 @@ impl PanelView {
                         match &a.outcome {
                             ReplyOutcome::Failed { error_kind, message } => Some(format!("{error_kind}: {message}")),
                             ReplyOutcome::Cancelled => Some("cancelled".into()),
-                            ReplyOutcome::Complete => None,
+                            ReplyOutcome::Complete | ReplyOutcome::Refused { .. } | ReplyOutcome::CutOff => None,
                         },
                     ),
                     MessageKind::ToolResult(r) => (r.context_text(), None, false, None),
@@ -131,6 +142,7 @@ impl PanelView {
                     generated,
                     interrupted,
                     failed,
+                    ended,
                     in_context: c.settings().enabled && i >= w.start && i < w.end && m.in_context(),
                     call: match &m.kind {
                         // The call sits in an assistant message before its result.

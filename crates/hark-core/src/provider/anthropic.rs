@@ -8,7 +8,10 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::http::{self, classify, error_fields, parse_data, EventReader, Sender};
-use super::{endpoint, send_delta, ChatModel, Completion, DeltaSink, ErrorKind, ProviderConfig, ProviderError};
+use super::{
+    endpoint, send_delta, whole_arguments, ChatModel, Completion, DeltaSink, Ending, ErrorKind, ProviderConfig,
+    ProviderError,
+};
 use crate::conversation::{Prompt, PromptMessage, ToolCall};
 
 const PROVIDER: &str = "anthropic";
@@ -234,6 +237,18 @@ async fn read_stream(mut events: EventReader, on_delta: &DeltaSink) -> Result<Co
     let mut done = Completion::default();
     let mut tools: Vec<PendingTool> = Vec::new();
     let mut stopped = false;
+    // Blocks whose `content_block_stop` came: a tool input the length limit cut has none.
+    let mut closed: Vec<u64> = Vec::new();
+    let mut explanation = None;
+    // Event, block and delta types Hark passes over, each logged once a reply.
+    let mut passed_over: Vec<String> = Vec::new();
+    let mut pass_over = |what: &str, kind: &str| {
+        let seen = format!("{what} {kind}");
+        if !passed_over.contains(&seen) {
+            tracing::info!("{PROVIDER}: passed over a {what} of type {kind:?}");
+            passed_over.push(seen);
+        }
+    };
     while let Some(ev) = events.next().await? {
         let name = ev.event.clone().unwrap_or_default();
         if name == "ping" {
@@ -261,11 +276,17 @@ async fn read_stream(mut events: EventReader, on_delta: &DeltaSink) -> Result<Co
                             client_side: true,
                         },
                     });
-                } else if let Some(t) = b["text"].as_str().filter(|t| !t.is_empty()) {
-                    done.text.push_str(t);
-                    send_delta(on_delta, t);
+                } else if b["type"] == "text" {
+                    if let Some(t) = b["text"].as_str().filter(|t| !t.is_empty()) {
+                        done.text.push_str(t);
+                        send_delta(on_delta, t);
+                    }
+                } else if b["type"] != "thinking" && b["type"] != "redacted_thinking" {
+                    // Server tools' blocks, compaction, and blocks the API adds later.
+                    pass_over("content block", b["type"].as_str().unwrap_or("?"));
                 }
             }
+            "content_block_stop" => closed.push(data["index"].as_u64().unwrap_or(0)),
             "content_block_delta" => {
                 let d = &data["delta"];
                 match d["type"].as_str() {
@@ -282,13 +303,21 @@ async fn read_stream(mut events: EventReader, on_delta: &DeltaSink) -> Result<Co
                                 .push_str(d["partial_json"].as_str().unwrap_or_default());
                         }
                     }
-                    _ => {} // thinking, citations and future delta types are not spoken
+                    // Thinking is not spoken.
+                    Some("thinking_delta" | "signature_delta") => {}
+                    other => pass_over("delta", other.unwrap_or("?")),
                 }
             }
             "message_delta" => {
                 if let Some(r) = data["delta"]["stop_reason"].as_str() {
                     done.stop_reason = Some(r.to_string());
                 }
+                // A refusal may say why (recorded: "This request was refused due to policy.").
+                explanation = data["delta"]["stop_details"]["explanation"]
+                    .as_str()
+                    .filter(|t| !t.trim().is_empty())
+                    .map(str::to_string)
+                    .or(explanation);
                 if let Some(n) = data["usage"]["output_tokens"].as_u64() {
                     done.usage.output_tokens = Some(n as u32);
                 }
@@ -317,22 +346,48 @@ async fn read_stream(mut events: EventReader, on_delta: &DeltaSink) -> Result<Co
                 e.status = Some(status);
                 return Err(e);
             }
-            _ => {} // content_block_stop and unknown events (the API may add new ones)
+            other => pass_over("stream event", other),
         }
     }
-    if !stopped {
+    // `message_delta` carries the stop reason and the final usage: after it only
+    // `message_stop` is to come, so a stream that ends there lost nothing. The SDK's own
+    // streaming fixtures end so (`message_stop` with no blank line after it, an event SSE
+    // never dispatches), and the SDK takes them as whole messages.
+    if !stopped && done.stop_reason.is_none() {
         return Err(ProviderError::new(
             PROVIDER,
             ErrorKind::Connectivity,
             "the stream ended before message_stop: the reply is incomplete",
         ));
     }
+    done.ending = match done.stop_reason.as_deref() {
+        Some("refusal") => Ending::Refused,
+        Some("max_tokens" | "model_context_window_exceeded") => Ending::CutOff,
+        _ => Ending::Finished,
+    };
+    // The refusal's reason, when the API gives one, is said after whatever came before it.
+    if let Some(t) = explanation.filter(|_| done.ending == Ending::Refused) {
+        let said = if done.text.trim().is_empty() {
+            t.clone()
+        } else {
+            format!(" {t}")
+        };
+        send_delta(on_delta, &said);
+        done.text.push_str(&said);
+        done.refusal = Some(t);
+    }
     for p in tools.iter_mut() {
         if p.call.arguments.is_empty() {
             p.call.arguments = "{}".to_string();
         }
     }
-    done.tool_calls = tools.into_iter().map(|p| p.call).collect();
+    done.tool_calls = tools
+        .into_iter()
+        // A tool input the length limit cut off (recorded: `{"filename": "taxes.txt", ...`
+        // with no `content_block_stop`) never runs.
+        .filter(|p| done.ending != Ending::CutOff || (closed.contains(&p.index) && whole_arguments(&p.call.arguments)))
+        .map(|p| p.call)
+        .collect();
     Ok(done)
 }
 

@@ -218,8 +218,33 @@ pub struct Completion {
     pub usage: ReportedUsage,
     /// The provider's stop reason (`end_turn`, `stop`, `max_tokens`, `tool_use`, ...).
     pub stop_reason: Option<String>,
+    /// How the reply ended, in Hark's terms (from the stop reason and a refusal's words).
+    pub ending: Ending,
+    /// A refusal's own words, as the provider sent them (OpenAI's `refusal` text,
+    /// Anthropic's `stop_details.explanation`): they end `text` too, and are spoken.
+    pub refusal: Option<String>,
     /// The model that answered, as the provider names it.
     pub model: Option<String>,
+}
+
+/// How a reply ended, whatever the provider calls it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Ending {
+    /// The model finished (or stopped to call tools).
+    #[default]
+    Finished,
+    /// The model declined: OpenAI's `refusal` words or `finish_reason: "content_filter"`,
+    /// Anthropic's `stop_reason: "refusal"`. Its words, if any, are the reply's text.
+    Refused,
+    /// The length limit cut the reply off: `finish_reason: "length"`, `stop_reason:
+    /// "max_tokens"` (or the context window's end). A tool call it cut is not returned.
+    CutOff,
+}
+
+/// Whether a tool call's arguments are whole: a JSON object (or nothing, for a tool with no
+/// parameters). A call the length limit cut off mid-arguments is not.
+pub(crate) fn whole_arguments(arguments: &str) -> bool {
+    arguments.trim().is_empty() || serde_json::from_str::<serde_json::Value>(arguments).is_ok_and(|v| v.is_object())
 }
 
 /// A language model that streams a reply to a prompt.

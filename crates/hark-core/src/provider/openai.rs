@@ -10,7 +10,10 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::http::{self, classify, error_fields, parse_data, EventReader, Sender};
-use super::{endpoint, send_delta, ChatModel, Completion, DeltaSink, ErrorKind, ProviderConfig, ProviderError};
+use super::{
+    endpoint, send_delta, whole_arguments, ChatModel, Completion, DeltaSink, Ending, ErrorKind, ProviderConfig,
+    ProviderError,
+};
 use crate::conversation::{Prompt, PromptMessage, ToolCall};
 
 const PROVIDER: &str = "openai";
@@ -193,6 +196,13 @@ async fn read_stream(mut events: EventReader, on_delta: &DeltaSink) -> Result<Co
                 done.text.push_str(t);
                 send_delta(on_delta, t);
             }
+            // A refusal streams as `delta.refusal` with no content (recorded: "I'm sorry, I
+            // can't assist with that request."): the provider's words are the reply.
+            if let Some(t) = delta["refusal"].as_str().filter(|t| !t.is_empty()) {
+                done.refusal.get_or_insert_with(String::new).push_str(t);
+                done.text.push_str(t);
+                send_delta(on_delta, t);
+            }
             for tc in delta["tool_calls"].as_array().into_iter().flatten() {
                 let index = tc["index"].as_u64().unwrap_or(0);
                 let slot = match tools.iter().position(|(i, _)| *i == index) {
@@ -233,7 +243,18 @@ async fn read_stream(mut events: EventReader, on_delta: &DeltaSink) -> Result<Co
             "the stream ended before [DONE]: the reply is incomplete",
         ));
     }
-    done.tool_calls = tools.into_iter().map(|(_, c)| c).collect();
+    done.ending = match done.stop_reason.as_deref() {
+        _ if done.refusal.is_some() => Ending::Refused,
+        Some("content_filter") => Ending::Refused,
+        Some("length") => Ending::CutOff,
+        _ => Ending::Finished,
+    };
+    done.tool_calls = tools
+        .into_iter()
+        .map(|(_, c)| c)
+        // A call the length limit cut mid-arguments never runs.
+        .filter(|c| done.ending != Ending::CutOff || whole_arguments(&c.arguments))
+        .collect();
     Ok(done)
 }
 

@@ -39,7 +39,7 @@ use crate::conversation::{
     ReplyOutcome, ToolCall, ToolResolution, ToolState, Usage,
 };
 use crate::error::ErrorKind;
-use crate::provider::{ChatModel, Completion, ProviderError};
+use crate::provider::{ChatModel, Completion, Ending, ProviderError};
 use crate::store::{SessionMeta, Store, StoreError, StoredSession};
 use crate::tools::{ToolContext, Toolbox};
 
@@ -584,7 +584,16 @@ impl ChatSession {
             ..Default::default()
         };
         let (completion, outcome, error) = match result {
-            Ok(c) => (c, ReplyOutcome::Complete, None),
+            Ok(c) => {
+                let outcome = match c.ending {
+                    Ending::Finished => ReplyOutcome::Complete,
+                    Ending::Refused => ReplyOutcome::Refused {
+                        reason: c.refusal.clone(),
+                    },
+                    Ending::CutOff => ReplyOutcome::CutOff,
+                };
+                (c, outcome, None)
+            }
             Err(e) => {
                 let outcome = if e.kind == ErrorKind::Cancelled {
                     ReplyOutcome::Cancelled
@@ -700,6 +709,17 @@ impl ChatSession {
             }
             ToolResolution::AlreadySettled(_) => Ok(false),
         }
+    }
+}
+
+/// What Hark says after a reply, when the way it ended needs saying: a refusal the provider
+/// gave no words for (the reply would be silence, or a sentence that stops midway), or a
+/// reply the length limit cut off (it would pass for the whole answer).
+pub fn notice(reply: &AssistantMessage) -> Option<&'static str> {
+    match reply.outcome {
+        ReplyOutcome::Refused { reason: None } => Some("The model declined to answer that."),
+        ReplyOutcome::CutOff => Some("My answer was cut off there: it reached the length limit."),
+        _ => None,
     }
 }
 

@@ -176,6 +176,12 @@ pub fn to_markdown(session: &StoredSession) -> String {
                     ReplyOutcome::Cancelled => {
                         let _ = writeln!(md, "\n_Cancelled._");
                     }
+                    ReplyOutcome::Refused { .. } => {
+                        let _ = writeln!(md, "\n_The model declined to answer._");
+                    }
+                    ReplyOutcome::CutOff => {
+                        let _ = writeln!(md, "\n_Cut off by the length limit._");
+                    }
                 }
             }
             MessageKind::ToolResult(r) => {

@@ -166,6 +166,9 @@ pub enum VoiceEvent {
     TurnFinished {
         reply: String,
         metrics: TurnMetrics,
+        /// What Hark said after the reply about how it ended ([`crate::session::notice`]):
+        /// a refusal with no words of the provider's, or a reply the length limit cut off.
+        notice: Option<String>,
     },
     /// The record or the context changed: the history panel's new view.
     ContextChanged {

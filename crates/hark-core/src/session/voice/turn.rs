@@ -206,10 +206,18 @@ pub async fn respond(
             }
         })
         .await;
+    let mut notice = None;
     let failure = match sent {
-        Ok(_) => {
+        Ok(reply) => {
             if let Some(rest) = splitter.finish() {
                 queue(rest);
+            }
+            // Said after the reply, never recorded as the model's words.
+            if let MessageKind::Assistant(a) = &reply.kind {
+                notice = crate::session::notice(a);
+            }
+            if let Some(n) = notice {
+                queue(n.to_string());
             }
             None
         }
@@ -291,6 +299,7 @@ pub async fn respond(
     let _ = events.send(VoiceEvent::TurnFinished {
         reply: a.generated.clone(),
         metrics,
+        notice: notice.map(str::to_string),
     });
     Ok(Spoken {
         reply_id: reply.id,
