@@ -11,7 +11,7 @@ use fantoccini::Locator;
 use hark_core::stt::wer::words;
 use hark_e2e::keychain::secret_tool_lookup;
 use hark_e2e::recording::record;
-use hark_e2e::{espeak_wav, whisper_model, FakeLlm};
+use hark_e2e::{espeak_wav, recorded, whisper_model, Behaviour, FakeLlm};
 use serde_json::{json, Value};
 
 /// One spoken turn with the button in toggle mode: click, speak into the microphone, click.
@@ -401,6 +401,27 @@ async fn the_desktop_app_end_to_end() {
         "whisper heard {heard:?} in the preview"
     );
     app.click_js("#settings-cancel").await;
+
+    // A reply the length limit cut off (OpenAI's recorded `finish_reason: "length"` stream,
+    // issue 46): the panel marks it, and the transcript shows what Hark said after it.
+    llm.push(Behaviour::Replay(recorded(
+        "openai-python",
+        "4cc50a6135d254573a502310e6af1246f55edb6ad95fa24059f160996b68866d.bin",
+    )));
+    speak(&app, &u2).await;
+    app.wait(
+        "the cut-off mark in the panel",
+        "return document.querySelector('#history .ended')?.textContent ?? null",
+        |v| v == "cut off by the length limit",
+    )
+    .await;
+    app.wait(
+        "the notice in the transcript",
+        "return document.querySelector('#transcript .notice')?.textContent ?? null",
+        |v| v == "My answer was cut off there: it reached the length limit.",
+    )
+    .await;
+    app.phase("ready").await;
 
     // A key saved in Settings goes to the Secret Service and into no file the app wrote.
     let key = "sk-ant-entered-in-settings-4f9c2e";

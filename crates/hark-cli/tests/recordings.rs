@@ -75,7 +75,7 @@ fn replay(flavor: &str, e: &Expect) -> Result<(), String> {
             (server, cmd)
         }
     };
-    server.push(Behaviour::Replay(recorded(flavor, e.file)));
+    server.push(Behaviour::Replay(body(flavor, e.file)));
     cmd.arg("--json").arg("--export").arg(&export);
     let o = common::run_with_stdin(cmd, "What's the weather like in San Francisco?\n");
     let stderr = String::from_utf8_lossy(&o.stderr);
@@ -203,6 +203,19 @@ fn replay(flavor: &str, e: &Expect) -> Result<(), String> {
         Ok(())
     } else {
         Err(wrong.join("\n  "))
+    }
+}
+
+/// A recording's response body: a whole file, or `FILE#N`, the body of the `N`th
+/// exchange of a transcript the SDK recorded (request and response, as JSON).
+fn body(vendor: &str, file: &str) -> String {
+    match file.split_once('#') {
+        None => recorded(vendor, file),
+        Some((file, n)) => {
+            let exchanges: Value = serde_json::from_str(&recorded(vendor, file)).unwrap();
+            let n: usize = n.parse().unwrap();
+            exchanges[n]["response"]["body"].as_str().unwrap().to_string()
+        }
     }
 }
 
@@ -355,6 +368,31 @@ fn anthropic_s_streams_give_what_a_user_expects() {
     replay_all(
         "anthropic-sdk-python",
         &[
+            // Streams recorded from the API in the SDK's tool-runner transcripts.
+            Expect {
+                file: "transcripts/555fb399-a54c-455b-9ac5-2c9673f18e12.json#0",
+                text: "",
+                outcome: "complete",
+                notice: None,
+                reason: None,
+                calls: &[("get_weather", r#"{"location": "San Francisco, CA", "units": "f"}"#)],
+                usage: (656, 74),
+            },
+            complete(
+                "transcripts/555fb399-a54c-455b-9ac5-2c9673f18e12.json#1",
+                include_str!("recorded-text/555fb399-1.text"),
+                (770, 38),
+            ),
+            complete(
+                "transcripts/771c64ff-a0af-4cd9-8080-a5a539da7cb9.json#1",
+                include_str!("recorded-text/771c64ff-1.text"),
+                (770, 27),
+            ),
+            complete(
+                "transcripts/9381e2b7-7fa1-46f7-9f78-46dc8431ea9d.json#0",
+                "[12345,67890]",
+                (135, 10),
+            ),
             complete("basic_response.txt", "Hello there!", (11, 6)),
             Expect {
                 file: "tool_use_response.txt",
@@ -431,5 +469,83 @@ fn the_recordings_are_the_vendors_files_unchanged() {
         assert_eq!(got, sha, "{file} differs from the vendor's file");
         listed += 1;
     }
-    assert_eq!(listed, 22, "every recording is listed");
+    assert_eq!(listed, 40, "every recording is listed");
+}
+
+/// Real files import (issue 46): each of the Anthropic SDK's recorded tool-runner and parse
+/// transcripts, as a conversation (the last request's messages and the API's answer to
+/// it), either imports or is refused with a reason a person can act on. Server tools
+/// (`server_tool_use` with its `web_search_tool_result`) become a call that ran elsewhere
+/// and its result; three files were refused whole for them before.
+#[test]
+fn the_sdk_s_recorded_conversations_import() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/recorded/anthropic-sdk-python/transcripts");
+    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut imported, mut refused) = (Vec::new(), Vec::new());
+    for path in &files {
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let exchanges: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let last = exchanges.as_array().unwrap().last().unwrap();
+        let mut conversation = last["request"]["body"].clone();
+        let answer = &last["response"]["body"];
+        if answer["type"] == "message" {
+            let reply = serde_json::json!({"role": "assistant", "content": answer["content"]});
+            conversation["messages"].as_array_mut().unwrap().push(reply);
+        }
+        let file = tmp.path().join(&name);
+        std::fs::write(&file, conversation.to_string()).unwrap();
+        let db = tmp.path().join(format!("{name}.db"));
+        let o = common::hark(&db).arg("import").arg(&file).output().unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        if o.status.success() {
+            imported.push(name.clone());
+        } else {
+            refused.push((name.clone(), said.clone()));
+        }
+        if name.starts_with("32da0815") && o.status.success() {
+            // A web search the API ran: the call, and its result's titles and addresses.
+            let o = common::hark(&db).args(["sessions", "--json"]).output().unwrap();
+            let list: Value = serde_json::from_slice(&o.stdout).unwrap();
+            let id = list[0]["id"].as_str().unwrap();
+            let o = common::hark(&db).args(["export", id]).output().unwrap();
+            let exported: Value = serde_json::from_slice(&o.stdout).unwrap();
+            let messages = exported["messages"].as_array().unwrap();
+            let call = messages
+                .iter()
+                .find_map(|m| m["tool_calls"].as_array().and_then(|c| c.first()).cloned())
+                .unwrap_or_else(|| panic!("no call in {exported}"));
+            assert_eq!(call["name"], "web_search");
+            assert_eq!(call["client_side"], false, "the API ran it");
+            assert_eq!(call["arguments"], r#"{"query":"San Francisco weather today"}"#);
+            let result = messages.iter().find(|m| m["kind"] == "tool_result").unwrap();
+            assert_eq!(result["state"], "done");
+            let text = result["content"].as_str().unwrap();
+            assert!(
+                text.contains("San Francisco, CA Weather Forecast | AccuWeather (https://www.accuweather.com/"),
+                "{text}"
+            );
+            // The answer's words, written with the search, are kept beside its call.
+            let answer = messages.iter().find(|m| m["kind"] == "assistant").unwrap();
+            assert!(
+                answer["generated"].as_str().unwrap().contains("San Francisco"),
+                "{answer}"
+            );
+        }
+    }
+    println!("imported {} of {}: {imported:?}", imported.len(), files.len());
+    // The one refused: the SDK's test of a tool result sent with no call, which the API
+    // refused too (its answer is an invalid_request_error).
+    assert_eq!(refused.len(), 1, "{refused:#?}");
+    assert!(refused[0].0.starts_with("f59a9391"), "{refused:#?}");
+    assert!(
+        refused[0].1.contains("which no earlier assistant message made"),
+        "{refused:#?}"
+    );
+    assert_eq!(imported.len(), 17);
 }

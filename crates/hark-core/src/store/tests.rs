@@ -250,6 +250,60 @@ fn rule13_imports_openai_and_anthropic_message_arrays() {
     assert_eq!(s.messages[2].text(), "4");
 }
 
+/// Issue 46: the API's own tools (a web search it ran) are a call that ran elsewhere and
+/// its result, where the file was refused whole ("unsupported content block"); a block of
+/// a type Hark cannot show is kept as a note after its message.
+#[test]
+fn rule13_anthropic_server_tools_import_as_call_and_result_and_an_unknown_block_as_a_note() {
+    let anthropic = r#"{"messages": [
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": [
+            {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "Paris weather"}},
+            {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": [
+                {"type": "web_search_result", "title": "Paris forecast", "url": "https://example.org/paris", "encrypted_content": "x"}]},
+            {"type": "server_tool_use", "id": "srvtoolu_2", "name": "web_fetch", "input": {"url": "https://example.org/x"}},
+            {"type": "web_fetch_tool_result", "tool_use_id": "srvtoolu_2", "content": {"type": "web_fetch_tool_error", "error_code": "url_not_accessible"}},
+            {"type": "compaction", "content": "opaque"},
+            {"type": "text", "text": "Sunny, 21 degrees."}]},
+        {"role": "user", "content": "Thanks"}
+    ]}"#;
+    let (_, s) = parse(anthropic).unwrap();
+    let kinds: Vec<&str> = s.messages.iter().map(|m| m.kind_name()).collect();
+    assert_eq!(
+        kinds,
+        ["user", "assistant", "tool_result", "tool_result", "note", "user"]
+    );
+    let MessageKind::Assistant(a) = &s.messages[1].kind else {
+        panic!()
+    };
+    assert_eq!(a.generated, "Sunny, 21 degrees.");
+    assert_eq!(a.tool_calls.len(), 2);
+    assert!(a.tool_calls.iter().all(|c| !c.client_side), "the API ran them");
+    assert_eq!(a.tool_calls[0].arguments, r#"{"query":"Paris weather"}"#);
+    let MessageKind::ToolResult(r) = &s.messages[2].kind else {
+        panic!()
+    };
+    assert_eq!(
+        (r.state, r.content.as_str()),
+        (ToolState::Done, "Paris forecast (https://example.org/paris)")
+    );
+    let MessageKind::ToolResult(r) = &s.messages[3].kind else {
+        panic!()
+    };
+    assert_eq!(
+        (r.state, r.content.as_str()),
+        (ToolState::Error, "error: url_not_accessible")
+    );
+    assert!(s.messages[4].text().contains("compaction"), "{}", s.messages[4].text());
+    // Malformed content still refuses the file.
+    let err = parse(r#"[{"role": "user", "content": [{"text": "no type"}]}]"#).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("[0].content[0].type: a content block without a type"),
+        "{err}"
+    );
+}
+
 #[test]
 fn rule13_a_bad_file_is_rejected_with_the_problem_named_and_nothing_changes() {
     let store = Store::open_in_memory().unwrap();
