@@ -64,8 +64,9 @@ if [ "$REPEAT" -gt 0 ]; then
   TESTS='cargo test --locked -p hark-app --test app --test resident --test first_run -- --include-ignored
 cargo test --locked -p hark-e2e --test audio --test hands_free -- --include-ignored'
 else
-  echo "== cargo test (virtual display, private Secret Service, virtual speaker and microphone)"
-  TESTS='cargo test --workspace --locked --no-fail-fast -- --include-ignored'
+  echo "== cargo test (virtual display, private Secret Service, virtual speaker and microphone), then the MCP conformance kit's client scenarios"
+  TESTS='cargo test --workspace --locked --no-fail-fast -- --include-ignored
+scripts/mcp-conformance.sh'
   REPEAT=1
 fi
 # Each run's output is kept for the counts below (cargo's `test NAME ... ok|FAILED` lines).

@@ -58,6 +58,17 @@ pub enum McpAction {
         #[arg(long)]
         json: bool,
     },
+    /// Call a server's tool yourself and print its result (no consent question: you asked
+    /// for this call); exits 1 with the server's words if it fails.
+    Call {
+        server: String,
+        tool: String,
+        /// The arguments, a JSON object.
+        #[arg(long, default_value = "{}")]
+        args: String,
+    },
+    /// Print a tool's parameters (JSON Schema) as Hark offers them to the model.
+    Schema { server: String, tool: String },
     /// Set a tool's consent: ask (before each call), always, or never (not offered).
     Allow {
         server: String,
@@ -206,6 +217,26 @@ pub async fn run(action: McpAction) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        McpAction::Call { server, tool, args } => {
+            if file.get(&server).is_none() {
+                bail!("no tool server is named {server:?}");
+            }
+            let arguments: serde_json::Value =
+                serde_json::from_str(&args).with_context(|| format!("--args is not JSON: {args}"))?;
+            let tools = McpTools::new(file, Some(path), kc, Arc::new(Refuse), Arc::new(|_| {}));
+            let result = tools.call_now(&server, &tool, arguments).await;
+            tools.shutdown().await;
+            answered(&server, result.map(|r| r.map(|text| printable(&text).into_owned())))
+        }
+        McpAction::Schema { server, tool } => {
+            if file.get(&server).is_none() {
+                bail!("no tool server is named {server:?}");
+            }
+            let tools = McpTools::new(file, Some(path), kc, Arc::new(Refuse), Arc::new(|_| {}));
+            let result = tools.parameters(&server, &tool).await;
+            tools.shutdown().await;
+            answered(&server, result)
+        }
         McpAction::Test { name, json } => {
             if file.get(&name).is_none() {
                 bail!("no tool server is named {name:?}");
@@ -239,6 +270,22 @@ pub async fn run(action: McpAction) -> Result<ExitCode> {
                 None => bail!("the tool server {name:?} is switched off"),
             }
         }
+    }
+}
+
+/// Prints what a server answered (`hark mcp call`, `hark mcp schema`): the answer on
+/// stdout, or its words on stderr and exit 1. `None`: the server is switched off.
+fn answered(server: &str, result: Option<Result<impl std::fmt::Display, String>>) -> Result<ExitCode> {
+    match result {
+        Some(Ok(answer)) => {
+            println!("{answer}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Err(e)) => {
+            eprintln!("hark: {}", printable(&e));
+            Ok(ExitCode::FAILURE)
+        }
+        None => bail!("the tool server {server:?} is switched off"),
     }
 }
 

@@ -335,6 +335,62 @@ fn consent_ask_refused_never_runs_the_tool_and_never_is_not_offered() {
     assert_eq!(consent("get-sum"), "never");
 }
 
+/// Issue 46: the reference filesystem server (npm `@modelcontextprotocol/server-filesystem`)
+/// added as a program on this computer: the tools it marks read-only (`readOnlyHint`) are
+/// allowed by default and the ones that write ask. `hark mcp call` runs a tool the user
+/// names (no consent question: they asked for it) and `hark mcp schema` prints what the
+/// model is offered.
+#[test]
+#[ignore = "needs the MCP servers scripts/mcp-servers.sh installs (run through scripts/test.sh)"]
+fn the_filesystem_server_s_read_only_tools_are_allowed_and_its_writing_tools_ask() {
+    let home = Home::new();
+    let folder = home.path("notes");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("list.txt"), "milk, eggs").unwrap();
+    let folder = folder.to_string_lossy().to_string();
+    home.ok(&[
+        "mcp",
+        "add",
+        "files",
+        "--",
+        &program("HARK_TEST_MCP_FILESYSTEM"),
+        &folder,
+    ]);
+    let list = String::from_utf8(home.ok(&["mcp", "list", "--json"]).stdout).unwrap();
+    let views: Value = serde_json::from_str(&list).unwrap();
+    let tools = views[0]["tools"].as_array().unwrap();
+    let consent = |name: &str| {
+        let t = tools
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {tools:?}"));
+        (t["consent"].as_str().unwrap().to_string(), t["read_only"] == true)
+    };
+    for reader in ["read_text_file", "list_directory", "search_files", "get_file_info"] {
+        assert_eq!(consent(reader), ("always".to_string(), true), "{reader}");
+    }
+    for writer in ["write_file", "edit_file", "create_directory", "move_file"] {
+        assert_eq!(consent(writer), ("ask".to_string(), false), "{writer}");
+    }
+    let path = format!("{folder}/list.txt");
+    let args = serde_json::json!({"path": path}).to_string();
+    let read = home.ok(&["mcp", "call", "files", "read_text_file", "--args", &args]);
+    assert_eq!(String::from_utf8_lossy(&read.stdout).trim(), "milk, eggs");
+    let schema = home.ok(&["mcp", "schema", "files", "read_text_file"]);
+    let schema: Value = serde_json::from_slice(&schema.stdout).unwrap();
+    assert_eq!(schema["properties"]["path"]["type"], "string", "{schema}");
+    assert!(schema.get("$schema").is_none(), "{schema}");
+    // A call of a tool the server does not have names it, and exits 1.
+    let o = home
+        .hark()
+        .args(["mcp", "call", "files", "no_such_tool"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no_such_tool"));
+}
+
 /// `hark chat --json` kept open: lines go in one at a time, events are read as they come.
 struct Live {
     child: Child,

@@ -223,6 +223,32 @@ impl McpTools {
         })
     }
 
+    /// Calls a server's tool the user names themselves (`hark mcp call`): no consent
+    /// question, as the user asked for this very call. `None`: no such server; `Err`: the
+    /// server's words or the fault, as the model would get them.
+    pub async fn call_now(&self, server: &str, tool: &str, arguments: Value) -> Option<Result<String, String>> {
+        let server = self.server(server)?;
+        let Value::Object(arguments) = arguments else {
+            return Some(Err("the arguments must be a JSON object".to_string()));
+        };
+        Some(server.call(tool, arguments).await)
+    }
+
+    /// A server's tool's parameters as the model is offered them (`hark mcp schema`).
+    /// `None`: no such server; `Err`: it did not start, or has no such tool.
+    pub async fn parameters(&self, server: &str, tool: &str) -> Option<Result<Value, String>> {
+        let s = self.server(server)?;
+        Some(match s.ensure_started().await {
+            Err(e) => Err(e.to_string()),
+            Ok(_) => s
+                .tools()
+                .iter()
+                .find(|t| t.name == tool)
+                .map(offered_parameters)
+                .ok_or_else(|| format!("the tool server {server} has no tool named {tool:?}")),
+        })
+    }
+
     /// A started server's connection, for a direct SDK call (the benchmark's baseline).
     pub async fn peer(&self, name: &str) -> Option<rmcp::Peer<rmcp::RoleClient>> {
         self.server(name)?.ensure_started().await.ok()
@@ -343,6 +369,19 @@ impl ToolSource for McpTools {
     }
 }
 
+/// A tool's input schema as the model is offered it: as the server gives it, less the
+/// draft's `$schema` marker, meta-data that some OpenAI-compatible servers' validators
+/// refuse in a tool's parameters ("tools[0].function.parameters contains unsupported field
+/// $schema"). The MCP conformance kit's json-schema-2020-12-preservation check of it is
+/// an expected failure for this reason (`scripts/mcp-conformance.sh`).
+fn offered_parameters(tool: &rmcp::model::Tool) -> Value {
+    let mut parameters = tool.schema_as_json_value();
+    if let Some(o) = parameters.as_object_mut() {
+        o.remove("$schema");
+    }
+    parameters
+}
+
 /// One server's tool, as the model is offered it.
 struct McpTool {
     hub: Arc<McpTools>,
@@ -354,12 +393,7 @@ struct McpTool {
 #[async_trait]
 impl Tool for McpTool {
     fn spec(&self) -> ToolSpec {
-        let mut parameters = self.tool.schema_as_json_value();
-        // A draft's `$schema` marker is meta-data some providers' validators refuse in a
-        // tool's parameters; the schema itself is passed on as the server gives it.
-        if let Some(o) = parameters.as_object_mut() {
-            o.remove("$schema");
-        }
+        let parameters = offered_parameters(&self.tool);
         let description = self
             .tool
             .description
