@@ -50,8 +50,10 @@ cargo build --workspace --locked
 echo "== offline models (whisper tiny.en and base, Moonshine tiny, Qwen2.5-Coder 1.5B and 0.5B, SmolLM2 135M, the Kokoro natural voice, Silero VAD, Smart Turn)"
 HARK_BIN="$CARGO_TARGET_DIR/debug/hark" scripts/fetch-models.sh whisper-tiny.en whisper-base qwen2.5-coder-1.5b qwen2.5-coder-0.5b smollm2-135m kokoro-82m piper-joe hibari-heart moonshine-tiny minilm-l6 silero-vad smart-turn-v3 >/dev/null
 
-echo "== the MCP servers the tool tests talk to (server-everything from npm, mcp-server-time from PyPI)"
+echo "== the MCP servers the tool tests talk to (server-everything and server-filesystem from npm, mcp-server-time from PyPI)"
 eval "$(scripts/mcp-servers.sh)"
+echo "== the OpenAI clients hark-llm's tests use (openai from PyPI; openai, ai and @ai-sdk/openai-compatible from npm)"
+eval "$(scripts/llm-clients.sh)"
 
 # A throw-away HOME for the keyring file and D-Bus, removed at the end.
 SANDBOX=$(mktemp -d)

@@ -183,6 +183,22 @@ pub fn parse_request(body: &[u8]) -> Result<ChatRequest, ApiError> {
     }
     let mut messages = Vec::with_capacity(msgs.len());
     for (i, m) in msgs.iter().enumerate() {
+        if !m.is_object() {
+            return Err(ApiError::invalid(
+                format!("messages[{i}]: must be a message object, not {m}"),
+                "messages",
+            ));
+        }
+        match &m["role"] {
+            Value::String(_) => {}
+            Value::Null => return Err(ApiError::invalid(format!("messages[{i}].role: missing"), "messages")),
+            other => {
+                return Err(ApiError::invalid(
+                    format!("messages[{i}].role: must be a string, not {other}"),
+                    "messages",
+                ))
+            }
+        }
         let text = content_text(&m["content"], i)?;
         let role = match m["role"].as_str() {
             Some("system") | Some("developer") => "system",
@@ -219,6 +235,14 @@ pub fn parse_request(body: &[u8]) -> Result<ChatRequest, ApiError> {
             role: role.into(),
             content,
         });
+    }
+    // One assistant message at the end is the start of the reply (a prefill); two are no
+    // conversation a chat template can render (llama.cpp's server refuses them the same way).
+    if msgs.len() >= 2 && msgs[msgs.len() - 2..].iter().all(|m| m["role"] == "assistant") {
+        return Err(ApiError::invalid(
+            "messages: cannot end with 2 or more assistant messages",
+            "messages",
+        ));
     }
     let max_tokens = v["max_completion_tokens"]
         .as_u64()
@@ -411,6 +435,21 @@ mod tests {
             "messages[0].role: unknown role \"narrator\""
         );
         assert!(e(r#"{"messages":[{"role":"user","content":[{"type":"image_url"}]}]}"#).contains("text only"));
+        assert_eq!(
+            e(r#"{"messages":[123]}"#),
+            "messages[0]: must be a message object, not 123"
+        );
+        assert_eq!(e(r#"{"messages":[{"content":"x"}]}"#), "messages[0].role: missing");
+        assert_eq!(
+            e(r#"{"messages":[{"role":123}]}"#),
+            "messages[0].role: must be a string, not 123"
+        );
+        assert_eq!(
+            e(
+                r#"{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"},{"role":"assistant","content":"c"}]}"#
+            ),
+            "messages: cannot end with 2 or more assistant messages"
+        );
         assert_eq!(
             e(r#"{"messages":[{"role":"user","content":"x"}],"temperature":3}"#),
             "temperature: 3 is not between 0 and 2"

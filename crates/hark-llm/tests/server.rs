@@ -518,6 +518,101 @@ fn a_reply_generated_ahead_goes_to_the_request_that_confirms_it_and_another_requ
     assert!(body.contains("ahead: \\\"yes\\\" is not a boolean"), "{body}");
 }
 
+/// llama.cpp's own invalid requests (`tools/server/tests/unit/test_chat_completion.py`,
+/// `test_invalid_chat_completion_req`): each is refused with 400 and an error body naming
+/// the problem, and the server answers the next request.
+#[test]
+#[ignore = "needs the SmolLM2 model that scripts/test.sh fetches into HARK_MODELS_DIR"]
+fn llama_cpp_s_invalid_chat_requests_are_refused_with_400() {
+    let model = model();
+    let server = start(&model, 512);
+    let cases = [
+        json!(null),
+        json!("string"),
+        json!([123]),
+        json!([{}]),
+        json!([{"role": 123}]),
+        json!([{"role": "system", "content": 123}]),
+        json!([{"role": "system", "content": "test"}, {}]),
+        json!([{"role": "user", "content": "test"}, {"role": "assistant", "content": "test"}, {"role": "assistant", "content": "test"}]),
+    ];
+    let mut wrong = Vec::new();
+    for messages in cases {
+        let (status, body) = request(
+            server.port,
+            "POST",
+            "/v1/chat/completions",
+            &json!({"messages": messages}),
+        );
+        let error = serde_json::from_str::<Value>(&body)
+            .ok()
+            .map(|v| v["error"]["message"].clone());
+        match (status, error) {
+            (400, Some(Value::String(m))) if !m.is_empty() => println!("{messages} -> 400: {m}"),
+            (status, _) => wrong.push(format!("{messages} -> {status}: {body}")),
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    let (status, _) = request(
+        server.port,
+        "POST",
+        "/v1/chat/completions",
+        &chat(json!([{"role": "user", "content": "Hi"}]), json!({"max_tokens": 4})),
+    );
+    assert_eq!(status, 200);
+}
+
+/// Issue 46: the official OpenAI clients (PyPI `openai`, sync and async; npm `openai`) and
+/// the Vercel AI SDK (npm `ai` with `@ai-sdk/openai-compatible`, which checks every
+/// streamed chunk against its schema) get from hark-llm what they get from OpenAI's API:
+/// the model list, plain and streamed replies, each SDK's stream accumulator, `finish_reason:
+/// "length"`, a tool call and its result in the history, an image part refused with 400, a
+/// wrong token with 401, an unknown path with 404, and a client that hangs up frees the
+/// model. The clients are installed by scripts/llm-clients.sh (pinned); each prints a line
+/// per check.
+#[test]
+#[ignore = "needs the SmolLM2 model and the clients scripts/test.sh installs"]
+fn the_official_openai_clients_and_the_vercel_ai_sdk_get_what_openai_s_api_gives() {
+    let model = model();
+    let server = start(&model, 2048);
+    let base = format!("http://127.0.0.1:{}/v1", server.port);
+    let var = |name: &str| {
+        std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set: run the tests through scripts/test.sh"))
+    };
+    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/llm-clients");
+    // The Node script runs beside the installed packages (ES modules resolve from the
+    // script's folder).
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(here.join("node_clients.mjs"), dir.path().join("node_clients.mjs")).unwrap();
+    std::os::unix::fs::symlink(
+        std::path::Path::new(&var("HARK_TEST_LLM_CLIENTS")).join("node_modules"),
+        dir.path().join("node_modules"),
+    )
+    .unwrap();
+    let runs = [
+        (var("HARK_TEST_LLM_PYTHON"), here.join("openai_python.py")),
+        (var("HARK_TEST_LLM_NODE"), dir.path().join("node_clients.mjs")),
+    ];
+    let mut report = String::new();
+    let mut passed = 0;
+    let mut ok = true;
+    for (program, script) in runs {
+        let o = Command::new(program)
+            .arg(&script)
+            .args([&base, TOKEN, "smol"])
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&o.stdout);
+        passed += out.lines().filter(|l| l.starts_with("ok ")).count();
+        ok &= o.status.success();
+        report.push_str(&out);
+        report.push_str(&String::from_utf8_lossy(&o.stderr));
+    }
+    println!("{report}{passed} checks passed");
+    assert!(ok, "{report}");
+    assert_eq!(passed, 18, "{report}");
+}
+
 #[test]
 #[ignore = "needs the SmolLM2 model that scripts/test.sh fetches into HARK_MODELS_DIR"]
 fn bad_requests_and_oversized_prompts_are_refused_in_the_openai_error_format() {
