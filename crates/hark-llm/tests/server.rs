@@ -518,6 +518,17 @@ fn a_reply_generated_ahead_goes_to_the_request_that_confirms_it_and_another_requ
     assert!(body.contains("ahead: \\\"yes\\\" is not a boolean"), "{body}");
 }
 
+/// The server answers a plain request (after requests it refused).
+fn still_answers(server: &Server) {
+    let (status, _) = request(
+        server.port,
+        "POST",
+        "/v1/chat/completions",
+        &chat(json!([{"role": "user", "content": "Hi"}]), json!({"max_tokens": 4})),
+    );
+    assert_eq!(status, 200);
+}
+
 /// llama.cpp's own invalid requests (`tools/server/tests/unit/test_chat_completion.py`,
 /// `test_invalid_chat_completion_req`): each is refused with 400 and an error body naming
 /// the problem, and the server answers the next request.
@@ -553,13 +564,7 @@ fn llama_cpp_s_invalid_chat_requests_are_refused_with_400() {
         }
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
-    let (status, _) = request(
-        server.port,
-        "POST",
-        "/v1/chat/completions",
-        &chat(json!([{"role": "user", "content": "Hi"}]), json!({"max_tokens": 4})),
-    );
-    assert_eq!(status, 200);
+    still_answers(&server);
 }
 
 /// Issue 46: the official OpenAI clients (PyPI `openai`, sync and async; npm `openai`) and
@@ -645,13 +650,7 @@ fn bad_requests_and_oversized_prompts_are_refused_in_the_openai_error_format() {
         .contains("maximum context length is 512 tokens"));
 
     // The server is still fine afterwards.
-    let (status, _) = request(
-        server.port,
-        "POST",
-        "/v1/chat/completions",
-        &chat(json!([{"role": "user", "content": "Hi"}]), json!({"max_tokens": 4})),
-    );
-    assert_eq!(status, 200);
+    still_answers(&server);
 }
 
 #[test]
