@@ -469,7 +469,7 @@ fn the_recordings_are_the_vendors_files_unchanged() {
         assert_eq!(got, sha, "{file} differs from the vendor's file");
         listed += 1;
     }
-    assert_eq!(listed, 40, "every recording is listed");
+    assert_eq!(listed, 46, "every recording is listed");
 }
 
 /// Real files import (issue 46): each of the Anthropic SDK's recorded tool-runner and parse
@@ -548,4 +548,72 @@ fn the_sdk_s_recorded_conversations_import() {
         "{refused:#?}"
     );
     assert_eq!(imported.len(), 17);
+}
+
+/// Real files import (issue 46): the `History` messages of Deepgram Voice Agent sessions
+/// recorded from the real API by deepgram-python-sdk's tests (each session's events, the
+/// History messages in the order they came) import as Deepgram conversations; the session
+/// with function calls gives each call, as recorded, paired with its result.
+#[test]
+fn deepgram_s_recorded_agent_histories_import() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/recorded/deepgram-python-sdk/agent");
+    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut messages_imported = 0;
+    for path in &files {
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let events: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        // The SDK logged the History messages it had no type for as `Unhandled`, raw.
+        let history: Vec<Value> = events
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|e| e["data"]["raw"].as_str())
+            .filter_map(|raw| serde_json::from_str::<Value>(raw).ok())
+            .filter(|m| m["type"] == "History")
+            .collect();
+        assert!(!history.is_empty(), "{name} holds History messages");
+        let file = tmp.path().join(&name);
+        std::fs::write(&file, Value::Array(history.clone()).to_string()).unwrap();
+        let db = tmp.path().join(format!("{name}.db"));
+        let o = common::hark(&db).arg("import").arg(&file).output().unwrap();
+        let said = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{name}: {said}");
+        assert!(said.contains("(Deepgram format)"), "{name}: {said}");
+        let o = common::hark(&db).args(["sessions", "--json"]).output().unwrap();
+        let list: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let o = common::hark(&db)
+            .args(["export", list[0]["id"].as_str().unwrap()])
+            .output()
+            .unwrap();
+        let exported: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let messages = exported["messages"].as_array().unwrap();
+        messages_imported += messages.len();
+        let calls: Vec<&Value> = messages
+            .iter()
+            .filter_map(|m| m["tool_calls"].as_array())
+            .flatten()
+            .collect();
+        let recorded_calls: Vec<&Value> = history
+            .iter()
+            .filter_map(|m| m["function_calls"].as_array())
+            .flatten()
+            .collect();
+        assert_eq!(calls.len(), recorded_calls.len(), "{name}");
+        for (call, recorded) in calls.iter().zip(&recorded_calls) {
+            assert_eq!(call["id"], recorded["id"], "{name}");
+            assert_eq!(call["name"], recorded["name"], "{name}");
+            assert_eq!(call["arguments"], recorded["arguments"], "{name}");
+            assert_eq!(call["client_side"], recorded["client_side"], "{name}");
+            let result = messages
+                .iter()
+                .find(|m| m["kind"] == "tool_result" && m["call_id"] == call["id"])
+                .unwrap_or_else(|| panic!("{name}: no result for {call}"));
+            assert_eq!(result["content"], recorded["response"], "{name}");
+        }
+        println!("{name}: {} messages, {} calls", messages.len(), calls.len());
+    }
+    assert_eq!(files.len(), 6);
+    println!("{messages_imported} messages imported from {} sessions", files.len());
 }
