@@ -706,6 +706,9 @@ fn validate(flavor: Flavor, key: Option<&str>, r: &Recorded) -> Result<(), (u16,
     Ok(())
 }
 
+/// The head of a streamed (server-sent events) answer.
+const SSE_HEAD: &str = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
+
 async fn handle(mut sock: TcpStream, s: Arc<Shared>) {
     let Some(req) = read_request(&mut sock).await else {
         return;
@@ -743,8 +746,7 @@ async fn handle(mut sock: TcpStream, s: Arc<Shared>) {
         _ => answer(&msgs, req.system().as_deref()),
     };
     if let Behaviour::Replay(body) = &behaviour {
-        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
-        if sock.write_all(head.as_bytes()).await.is_err() {
+        if sock.write_all(SSE_HEAD.as_bytes()).await.is_err() {
             return;
         }
         let delay = *s.chunk_delay.lock().expect("delay");
@@ -786,8 +788,7 @@ async fn handle(mut sock: TcpStream, s: Arc<Shared>) {
     let parts = deltas(&text);
     let output_tokens = parts.len() as u64;
     let delay = *s.chunk_delay.lock().expect("delay");
-    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
-    if sock.write_all(head.as_bytes()).await.is_err() {
+    if sock.write_all(SSE_HEAD.as_bytes()).await.is_err() {
         return;
     }
     let mut w = ChunkWriter { sock: &mut sock, delay };

@@ -102,10 +102,7 @@ pub async fn run(args: SessionArgs, db: PathBuf) -> Result<ExitCode> {
         match session.send(text, &interrupted, |e| on_turn_event(&out, e)).await {
             Ok(reply) => {
                 // A refusal with no words, or a reply the length limit cut off, is said so.
-                if let Some(n) = match &reply.kind {
-                    MessageKind::Assistant(a) => hark_core::session::notice(a),
-                    _ => None,
-                } {
+                if let Some(n) = hark_core::session::notice(&reply) {
                     out.text(&format!("\n[{n}]"));
                 }
                 out.text("\n");
@@ -191,10 +188,7 @@ fn reply_event(reply: &Message, session: &ChatSession) -> serde_json::Value {
     };
     json!({
         "type": "reply", "id": reply.id, "text": reply.text(), "outcome": outcome,
-        "notice": match &reply.kind {
-            MessageKind::Assistant(a) => hark_core::session::notice(a),
-            _ => None,
-        },
+        "notice": hark_core::session::notice(reply),
         "usage": usage, "latency": latency,
         "context": {"turns": w.turns, "dropped_turns": w.dropped_turns, "tokens": w.tokens},
     })

@@ -218,30 +218,21 @@ pub async fn run(action: McpAction) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         McpAction::Call { server, tool, args } => {
-            if file.get(&server).is_none() {
-                bail!("no tool server is named {server:?}");
-            }
             let arguments: serde_json::Value =
                 serde_json::from_str(&args).with_context(|| format!("--args is not JSON: {args}"))?;
-            let tools = McpTools::new(file, Some(path), kc, Arc::new(Refuse), Arc::new(|_| {}));
+            let tools = named(file, path, kc, &server)?;
             let result = tools.call_now(&server, &tool, arguments).await;
             tools.shutdown().await;
             answered(&server, result.map(|r| r.map(|text| printable(&text).into_owned())))
         }
         McpAction::Schema { server, tool } => {
-            if file.get(&server).is_none() {
-                bail!("no tool server is named {server:?}");
-            }
-            let tools = McpTools::new(file, Some(path), kc, Arc::new(Refuse), Arc::new(|_| {}));
+            let tools = named(file, path, kc, &server)?;
             let result = tools.parameters(&server, &tool).await;
             tools.shutdown().await;
             answered(&server, result)
         }
         McpAction::Test { name, json } => {
-            if file.get(&name).is_none() {
-                bail!("no tool server is named {name:?}");
-            }
-            let tools = McpTools::new(file, Some(path), kc, Arc::new(Refuse), Arc::new(|_| {}));
+            let tools = named(file, path, kc, &name)?;
             let started = Instant::now();
             let result = tools.test(&name).await;
             let ms = started.elapsed().as_millis();
@@ -271,6 +262,15 @@ pub async fn run(action: McpAction) -> Result<ExitCode> {
             }
         }
     }
+}
+
+/// The servers of `file`, none started, for a command about the one named `name`, which
+/// must be among them. Consent questions are refused: no tool runs for the model here.
+fn named(file: ToolServers, path: std::path::PathBuf, kc: Keychain, name: &str) -> Result<Arc<McpTools>> {
+    if file.get(name).is_none() {
+        bail!("no tool server is named {name:?}");
+    }
+    Ok(McpTools::new(file, Some(path), kc, Arc::new(Refuse), Arc::new(|_| {})))
 }
 
 /// Prints what a server answered (`hark mcp call`, `hark mcp schema`): the answer on

@@ -472,6 +472,17 @@ fn the_recordings_are_the_vendors_files_unchanged() {
     assert_eq!(listed, 46, "every recording is listed");
 }
 
+/// The export (`hark export`) of the one conversation in `db`.
+fn exported(db: &Path) -> Value {
+    let o = common::hark(db).args(["sessions", "--json"]).output().unwrap();
+    let list: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let o = common::hark(db)
+        .args(["export", list[0]["id"].as_str().unwrap()])
+        .output()
+        .unwrap();
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
 /// Real files import (issue 46): each of the Anthropic SDK's recorded tool-runner and parse
 /// transcripts, as a conversation (the last request's messages and the API's answer to
 /// it), either imports or is refused with a reason a person can act on. Server tools
@@ -510,11 +521,7 @@ fn the_sdk_s_recorded_conversations_import() {
         }
         if name.starts_with("32da0815") && o.status.success() {
             // A web search the API ran: the call, and its result's titles and addresses.
-            let o = common::hark(&db).args(["sessions", "--json"]).output().unwrap();
-            let list: Value = serde_json::from_slice(&o.stdout).unwrap();
-            let id = list[0]["id"].as_str().unwrap();
-            let o = common::hark(&db).args(["export", id]).output().unwrap();
-            let exported: Value = serde_json::from_slice(&o.stdout).unwrap();
+            let exported = exported(&db);
             let messages = exported["messages"].as_array().unwrap();
             let call = messages
                 .iter()
@@ -581,13 +588,7 @@ fn deepgram_s_recorded_agent_histories_import() {
         let said = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
         assert!(o.status.success(), "{name}: {said}");
         assert!(said.contains("(Deepgram format)"), "{name}: {said}");
-        let o = common::hark(&db).args(["sessions", "--json"]).output().unwrap();
-        let list: Value = serde_json::from_slice(&o.stdout).unwrap();
-        let o = common::hark(&db)
-            .args(["export", list[0]["id"].as_str().unwrap()])
-            .output()
-            .unwrap();
-        let exported: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let exported = exported(&db);
         let messages = exported["messages"].as_array().unwrap();
         messages_imported += messages.len();
         let calls: Vec<&Value> = messages

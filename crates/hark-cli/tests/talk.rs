@@ -27,11 +27,7 @@ fn wav_turns_are_transcribed_answered_and_spoken_into_files() {
     espeak_wav("My name is Sam and I live in Paris.", &u1);
     espeak_wav("Tell me, what is my name?", &u2);
     let export = dir.path().join("export.json");
-    let hark = |db: &str| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_hark"));
-        c.arg("--db").arg(dir.path().join(db));
-        c
-    };
+    let hark = |db: &str| common::hark(&dir.path().join(db));
     let url = server.base_url();
     let model = model.to_string_lossy().to_string();
     let args = [
@@ -114,11 +110,7 @@ fn a_refusal_is_said_in_the_provider_s_words_and_a_cut_off_reply_is_said_so() {
         "--whisper-model",
         model.as_str(),
     ];
-    let hark = |db: &str| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_hark"));
-        c.arg("--db").arg(dir.path().join(db));
-        c
-    };
+    let hark = |db: &str| common::hark(&dir.path().join(db));
     let events = common::talk(hark("hark.db"), &args, &[&u1, &u2], &out, None);
     let finished: Vec<&Value> = events.iter().filter(|e| e["type"] == "turn_finished").collect();
     assert_eq!(finished.len(), 2, "{events:?}");

@@ -35,8 +35,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::audio::AudioError;
 use crate::conversation::{
-    AssistantMessage, Conversation, HistoryError, HistorySettings, Latency, Message, Prompt, PromptMessage,
-    ReplyOutcome, ToolCall, ToolResolution, ToolState, Usage,
+    AssistantMessage, Conversation, HistoryError, HistorySettings, Latency, Message, MessageKind, Prompt,
+    PromptMessage, ReplyOutcome, ToolCall, ToolResolution, ToolState, Usage,
 };
 use crate::error::ErrorKind;
 use crate::provider::{ChatModel, Completion, Ending, ProviderError};
@@ -669,7 +669,7 @@ impl ChatSession {
                 _ = cancel.cancelled() => {
                     for i in self.conv.cancel_pending_tool_calls() {
                         self.save_at(i)?;
-                        if let crate::conversation::MessageKind::ToolResult(r) = &self.conv.record()[i].kind {
+                        if let MessageKind::ToolResult(r) = &self.conv.record()[i].kind {
                             on_event(TurnEvent::ToolFinished {
                                 call_id: r.call_id.clone(),
                                 name: r.name.clone(),
@@ -714,9 +714,13 @@ impl ChatSession {
 
 /// What Hark says after a reply, when the way it ended needs saying: a refusal the provider
 /// gave no words for (the reply would be silence, or a sentence that stops midway), or a
-/// reply the length limit cut off (it would pass for the whole answer).
-pub fn notice(reply: &AssistantMessage) -> Option<&'static str> {
-    match reply.outcome {
+/// reply the length limit cut off (it would pass for the whole answer). Nothing for a
+/// message that is not a reply.
+pub fn notice(reply: &Message) -> Option<&'static str> {
+    let MessageKind::Assistant(a) = &reply.kind else {
+        return None;
+    };
+    match a.outcome {
         ReplyOutcome::Refused { reason: None } => Some("The model declined to answer that."),
         ReplyOutcome::CutOff => Some("My answer was cut off there: it reached the length limit."),
         _ => None,

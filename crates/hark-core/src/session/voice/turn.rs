@@ -213,9 +213,7 @@ pub async fn respond(
                 queue(rest);
             }
             // Said after the reply, never recorded as the model's words.
-            if let MessageKind::Assistant(a) = &reply.kind {
-                notice = crate::session::notice(a);
-            }
+            notice = crate::session::notice(&reply);
             if let Some(n) = notice {
                 queue(n.to_string());
             }

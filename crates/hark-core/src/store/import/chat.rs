@@ -205,11 +205,16 @@ pub(super) fn parse_chat(list: &Value, system: Option<&Value>, base: &str) -> Re
                         client_side: true,
                     });
                 }
-                // Anthropic: `tool_use` blocks, and the server tools' calls (run by the API).
+                // Anthropic: `tool_use` blocks, and the server tools' calls (run by the API)
+                // with their results, which are in the same message: settled once the
+                // calls' placeholders are in the record.
+                let mut server_results = Vec::new();
                 for (k, b) in content.as_array().into_iter().flatten().enumerate() {
                     let kind = b.get("type").and_then(Value::as_str).unwrap_or_default();
-                    if is_call(kind) {
-                        let bpath = format!("{cpath}[{k}]");
+                    let bpath = format!("{cpath}[{k}]");
+                    if is_server_result(kind) {
+                        server_results.push((bpath, b));
+                    } else if is_call(kind) {
                         let id = b
                             .get("id")
                             .and_then(Value::as_str)
@@ -246,18 +251,13 @@ pub(super) fn parse_chat(list: &Value, system: Option<&Value>, base: &str) -> Re
                         .into_iter()
                         .map(|p| Message::new(MessageKind::ToolResult(p))),
                 );
-                // A server tool's result is in the same message as its call.
-                for (k, b) in content.as_array().into_iter().flatten().enumerate() {
-                    let kind = b.get("type").and_then(Value::as_str).unwrap_or_default();
-                    if is_server_result(kind) {
-                        let bpath = format!("{cpath}[{k}]");
-                        let id = b
-                            .get("tool_use_id")
-                            .and_then(Value::as_str)
-                            .ok_or_else(|| invalid(format!("{bpath}.tool_use_id"), "missing or not a string"))?;
-                        let (text, is_error) = server_result(b);
-                        settle(msgs, id, text, is_error, &bpath)?;
-                    }
+                for (bpath, b) in server_results {
+                    let id = b
+                        .get("tool_use_id")
+                        .and_then(Value::as_str)
+                        .ok_or_else(|| invalid(format!("{bpath}.tool_use_id"), "missing or not a string"))?;
+                    let (text, is_error) = server_result(b);
+                    settle(msgs, id, text, is_error, &bpath)?;
                 }
             }
             Some("tool") => {
