@@ -102,6 +102,8 @@ pub enum StoreError {
     NoSession(String),
     #[error("session id {0:?} matches several sessions; give more characters")]
     AmbiguousSession(String),
+    #[error("a conversation's title cannot be empty")]
+    EmptyTitle,
     #[error("the stored message {seq} of session {session} is unreadable: {source}")]
     Corrupt {
         session: String,
@@ -296,10 +298,14 @@ impl Store {
         Ok(())
     }
 
-    /// Writes the session's settings, system prompt, model and title.
+    /// Writes the session's settings, system prompt and model, and its title if it has
+    /// none. A title already stored stays: the first user message gives it, and a rename
+    /// ([`Store::rename_session`]) changes it, while an open session's copy of its
+    /// metadata may be older than either (moving the turns slider wrote NULL over a
+    /// conversation's title).
     pub fn update_session(&self, meta: &SessionMeta) -> Result<(), StoreError> {
         let n = self.lock().execute(
-            "UPDATE sessions SET title=?2, updated_at=?3, system_prompt=?4, settings=?5, provider=?6, model=?7 WHERE id=?1",
+            "UPDATE sessions SET title=COALESCE(title, ?2), updated_at=?3, system_prompt=?4, settings=?5, provider=?6, model=?7 WHERE id=?1",
             params![
                 meta.id,
                 meta.title,
@@ -378,6 +384,61 @@ impl Store {
     /// Appends a new version of the running summary.
     pub fn save_summary(&self, session_id: &str, summary: &Summary) -> Result<(), StoreError> {
         insert_summary(&self.lock(), session_id, summary)
+    }
+
+    /// Gives a session the title a user chose. Surrounding space is dropped; an empty title
+    /// is refused, and the old one stays.
+    pub fn rename_session(&self, id: &str, title: &str) -> Result<String, StoreError> {
+        let title = title.split_whitespace().collect::<Vec<_>>().join(" ");
+        if title.is_empty() {
+            return Err(StoreError::EmptyTitle);
+        }
+        if self
+            .lock()
+            .execute("UPDATE sessions SET title=?2 WHERE id=?1", params![id, title])?
+            == 0
+        {
+            return Err(StoreError::NoSession(id.to_string()));
+        }
+        Ok(title)
+    }
+
+    /// The sessions a search box finds, most recently used first: those whose title has
+    /// every word of `query` in it (as a prefix of one of its words), or one of whose
+    /// messages has (the full-text index, stemmed: "walk" finds "walked"). An empty query
+    /// finds every session.
+    pub fn search_sessions(&self, query: &str) -> Result<Vec<SessionInfo>, StoreError> {
+        let words: Vec<String> = query
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect();
+        let all = self.list_sessions()?;
+        if words.is_empty() {
+            return Ok(all);
+        }
+        // Each word quoted (no FTS syntax gets through) and a prefix: "par" finds "Paris".
+        let expr = words.iter().map(|w| format!("\"{w}\"*")).collect::<Vec<_>>().join(" ");
+        let said: std::collections::HashSet<String> = {
+            let conn = self.lock();
+            let mut stmt =
+                conn.prepare_cached("SELECT DISTINCT session_id FROM messages_fts WHERE messages_fts MATCH ?1")?;
+            let rows = stmt.query_map(params![expr], |r| r.get::<_, String>(0))?;
+            rows.collect::<Result<_, _>>()?
+        };
+        let titled = |title: &Option<String>| {
+            let title: Vec<String> = title
+                .as_deref()
+                .unwrap_or_default()
+                .split(|c: char| !c.is_alphanumeric())
+                .map(str::to_lowercase)
+                .collect();
+            words.iter().all(|w| title.iter().any(|t| t.starts_with(w.as_str())))
+        };
+        Ok(all
+            .into_iter()
+            .filter(|s| said.contains(&s.id) || titled(&s.title))
+            .collect())
     }
 
     /// Sessions, most recently used first.

@@ -566,3 +566,67 @@ fn stores_opening_a_rollback_journal_database_at_once_all_open() {
         assert_eq!(mode, "wal");
     }
 }
+
+/// A session with one thing said in it.
+fn said(store: &Store, id: &str, text: &str) {
+    store
+        .create_session(&SessionMeta::new(id, "", HistorySettings::default()))
+        .unwrap();
+    let m = crate::conversation::Message::new(MessageKind::User { text: text.into() });
+    store.save_message(id, &m).unwrap();
+}
+
+/// The sidebar's search (issue 45): a word said in a conversation or in its title finds it,
+/// words are prefixes and all must match, nothing can be read as FTS syntax.
+#[test]
+fn a_search_finds_conversations_by_a_word_said_in_them_or_their_title() {
+    let store = Store::open_in_memory().unwrap();
+    said(&store, "a", "My bike lock code is 3582");
+    said(&store, "b", "What is the capital of France?");
+    said(&store, "c", "Tell me a story about a fox");
+    store.rename_session("b", "Trip planning").unwrap();
+    let found = |q: &str| -> Vec<String> { store.search_sessions(q).unwrap().into_iter().map(|s| s.id).collect() };
+    assert_eq!(found("bike"), ["a"]);
+    assert_eq!(found("capital"), ["b"], "a word said");
+    assert_eq!(found("trip"), ["b"], "a word of the title");
+    assert_eq!(found("plan"), ["b"], "a prefix of a title's word");
+    assert_eq!(found("Fran"), ["b"], "a prefix of a word said");
+    assert_eq!(found("fox story"), ["c"], "every word");
+    assert!(found("fox France").is_empty(), "every word, not any");
+    assert!(found("zebra").is_empty());
+    // FTS5's syntax is only words here: no error, and OR is a word to find.
+    assert!(found("bike\" OR \"fox").is_empty());
+    assert_eq!(found("bike*)(^"), ["a"]);
+    assert_eq!(found("  ").len(), 3, "no words: every conversation");
+}
+
+/// Renaming keeps the title over later writes of the open session's metadata (the turns
+/// slider, the system prompt): they wrote NULL over it before.
+#[test]
+fn a_renamed_title_stays_when_the_open_session_saves_its_settings() {
+    let store = Store::open_in_memory().unwrap();
+    said(&store, "a", "My bike lock code is 3582");
+    let title = |store: &Store| store.list_sessions().unwrap()[0].title.clone();
+    assert_eq!(title(&store).as_deref(), Some("My bike lock code is 3582"));
+    // The open session's copy of its metadata, from before its first message.
+    let stale = SessionMeta::new("a", "", HistorySettings::default());
+    store.update_session(&stale).unwrap();
+    assert_eq!(
+        title(&store).as_deref(),
+        Some("My bike lock code is 3582"),
+        "the first message's title stays"
+    );
+    assert_eq!(store.rename_session("a", "  Bike   lock ").unwrap(), "Bike lock");
+    store.update_session(&stale).unwrap();
+    assert_eq!(title(&store).as_deref(), Some("Bike lock"));
+    assert!(matches!(store.rename_session("a", "   "), Err(StoreError::EmptyTitle)));
+    assert_eq!(
+        title(&store).as_deref(),
+        Some("Bike lock"),
+        "a refused rename changes nothing"
+    );
+    assert!(matches!(
+        store.rename_session("nope", "x"),
+        Err(StoreError::NoSession(_))
+    ));
+}
