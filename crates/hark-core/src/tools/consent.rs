@@ -87,7 +87,9 @@ impl Answer {
         }
     }
 
-    /// An answer in the user's words ("yes", "no", "always", "sure", "don't"), or `None`.
+    /// An answer in the user's words ("yes", "no", "always", "sure", "don't"), or `None`;
+    /// also in the languages of Hark's window (the window asks in them: "sag „ja“"),
+    /// "no" before "always" before "yes" in any of them.
     pub fn from_words(text: &str) -> Option<Answer> {
         let t = text.trim().to_lowercase();
         let words: Vec<&str> = t
@@ -96,12 +98,49 @@ impl Answer {
             .collect();
         let has = |list: &[&str]| words.iter().any(|w| list.contains(w));
         if has(&[
-            "no", "nope", "don't", "dont", "deny", "refuse", "stop", "cancel", "never",
+            "no",
+            "nope",
+            "don't",
+            "dont",
+            "deny",
+            "refuse",
+            "stop",
+            "cancel",
+            "never",
+            "nein",
+            "niemals",
+            "non",
+            "jamais",
+            "nunca",
+            "mai",
+            "não",
+            "nao",
+            "いいえ",
+            "いや",
+            "だめ",
+            "不",
+            "不要",
+            "不行",
+            "别",
         ]) {
             Some(Answer::No)
-        } else if has(&["always"]) {
+        } else if has(&[
+            "always",
+            "immer",
+            "siempre",
+            "toujours",
+            "sempre",
+            "常に",
+            "いつも",
+            "总是",
+            "始终",
+            "永远",
+        ]) {
             Some(Answer::Always)
-        } else if has(&["yes", "y", "yeah", "yep", "sure", "ok", "okay", "allow", "go"]) {
+        } else if has(&[
+            "yes", "y", "yeah", "yep", "sure", "ok", "okay", "allow", "go", "ja", "klar", "sí", "si", "sì", "vale",
+            "claro", "oui", "sim", "certo", "はい", "ええ", "うん", "是", "是的", "好", "好的", "可以",
+        ]) {
             Some(Answer::Yes)
         } else {
             None
@@ -146,6 +185,34 @@ mod tests {
             assert_eq!(Answer::from_words(said), answer, "{said:?}");
         }
         assert_eq!("Always".parse::<Consent>(), Ok(Consent::Always));
+    }
+
+    /// The window asks for the answer in its language (issue 45): those words are answers.
+    #[test]
+    fn answers_in_the_window_s_languages_are_understood() {
+        for (said, answer) in [
+            ("Ja.", Some(Answer::Yes)),
+            ("Nein, danke.", Some(Answer::No)),
+            ("Immer.", Some(Answer::Always)),
+            ("Sí.", Some(Answer::Yes)),
+            ("Siempre", Some(Answer::Always)),
+            ("Oui !", Some(Answer::Yes)),
+            ("Non.", Some(Answer::No)),
+            ("Toujours.", Some(Answer::Always)),
+            ("Sì, certo.", Some(Answer::Yes)),
+            ("Sempre.", Some(Answer::Always)),
+            ("Não.", Some(Answer::No)),
+            ("Sim.", Some(Answer::Yes)),
+            ("はい。", Some(Answer::Yes)),
+            ("いいえ。", Some(Answer::No)),
+            ("いつも", Some(Answer::Always)),
+            ("是的。", Some(Answer::Yes)),
+            ("不要。", Some(Answer::No)),
+            ("总是", Some(Answer::Always)),
+            ("Wie spät ist es?", None),
+        ] {
+            assert_eq!(Answer::from_words(said), answer, "{said:?}");
+        }
         assert!("maybe".parse::<Consent>().unwrap_err().contains("ask, always or never"));
     }
 }
