@@ -15,6 +15,8 @@ APT_PACKAGES=(
   xvfb xauth webkit2gtk-driver     # the app's WebDriver tests on a virtual display
   xdotool x11-utils                # ... pressing the global shortcut with another window focused
   imagemagick                      # screenshots
+  libglib2.0-bin                   # gdbus: the tray menu as the desktop reads it (D-Bus)
+  fonts-ipafont-gothic fonts-wqy-microhei  # Japanese and Chinese in the window (its tests and screenshots)
 )
 command -v npm >/dev/null || APT_PACKAGES+=(nodejs npm)   # building the UI (Node 18+)
 # The tests' MCP servers: the npm reference server (node) and PyPI's mcp-server-time (a venv).

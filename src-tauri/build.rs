@@ -25,6 +25,8 @@ const COMMANDS: &[&str] = &[
     "play_sample",
     "preview_voice",
     "list_sessions",
+    "search_sessions",
+    "rename_session",
     "open_session",
     "new_session",
     "delete_session",
@@ -54,9 +56,13 @@ const COMMANDS: &[&str] = &[
     "test_tool_server",
     "set_tool_consent",
     "answer_consent",
+    "set_ui_language",
 ];
 
 fn main() {
+    // The tray's words are the window's catalogues, read by `rust_i18n::i18n!` as the app
+    // compiles: a change to them builds the app again.
+    println!("cargo:rerun-if-changed=../ui/src/locales");
     tauri_build::try_build(
         tauri_build::Attributes::new().app_manifest(tauri_build::AppManifest::new().commands(COMMANDS)),
     )

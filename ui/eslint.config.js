@@ -12,6 +12,10 @@ export default ts.config(
     languageOptions: { globals: { ...globals.browser } },
   },
   {
+    files: ["scripts/**"],
+    languageOptions: { globals: { ...globals.node } },
+  },
+  {
     files: ["**/*.svelte", "**/*.svelte.ts"],
     languageOptions: { parserOptions: { parser: ts.parser } },
   },

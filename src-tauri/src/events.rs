@@ -15,12 +15,10 @@ use crate::error::CommandError;
 pub enum Status {
     /// Nothing is set up yet: the first-run introduction asks how Hark should think (and
     /// nothing is downloaded before the user has chosen).
-    Waiting {
-        what: String,
-    },
-    /// Something named is being prepared; a turn cannot be taken yet.
+    Waiting,
+    /// Something is being prepared; a turn cannot be taken yet.
     Preparing {
-        what: String,
+        stage: Stage,
     },
     /// A turn can be taken: press to talk.
     Ready,
@@ -51,21 +49,49 @@ pub enum Status {
     },
 }
 
+/// What is being prepared: the window and the tray say it in the UI language.
+#[derive(Debug, Clone, PartialEq, Serialize, specta::Type)]
+#[serde(tag = "step", rename_all = "snake_case")]
+pub enum Stage {
+    Starting,
+    /// The offline language model server is starting.
+    LocalModel,
+    /// Models are being fetched: their kinds (see [`Download::kinds`]) and size in bytes.
+    Download {
+        kinds: Vec<String>,
+        bytes: u64,
+    },
+}
+
 impl Status {
-    /// The tray's tooltip (and title on Linux).
-    pub fn tooltip(&self) -> String {
-        match self {
-            Status::Preparing { what } | Status::Waiting { what } => format!("Hark — {what}"),
-            Status::Ready => "Hark — ready".into(),
-            Status::HandsFree { muted: true, .. } => "Hark — hands-free, muted".into(),
-            Status::HandsFree { full_duplex: false, .. } => "Hark — listening hands-free (half-duplex)".into(),
-            Status::HandsFree { .. } => "Hark — listening hands-free".into(),
-            Status::Listening => "Hark — listening".into(),
-            Status::Thinking => "Hark — thinking".into(),
-            Status::Speaking => "Hark — speaking".into(),
-            Status::NoMicrophone { .. } => "Hark — no microphone".into(),
-            Status::Unavailable { problem } | Status::Fatal { problem, .. } => format!("Hark — {}", problem.title),
-        }
+    /// The tray's tooltip (and title on Linux), in the UI language `lang`.
+    pub fn tooltip(&self, lang: &str) -> String {
+        format!("Hark — {}", self.words(lang))
+    }
+
+    /// What Hark is doing, in a few words in `lang` ("listening").
+    pub fn words(&self, lang: &str) -> String {
+        let key = match self {
+            Status::Preparing { stage: Stage::Starting } => "tray.state.starting",
+            Status::Preparing {
+                stage: Stage::LocalModel,
+            } => "tray.state.localModel",
+            Status::Preparing {
+                stage: Stage::Download { .. },
+            } => "tray.state.download",
+            Status::Waiting => "tray.state.waiting",
+            Status::Ready => "tray.state.ready",
+            Status::HandsFree { muted: true, .. } => "tray.state.muted",
+            Status::HandsFree { full_duplex: false, .. } => "tray.state.handsFreeHalf",
+            Status::HandsFree { .. } => "tray.state.handsFree",
+            Status::Listening => "tray.state.listening",
+            Status::Thinking => "tray.state.thinking",
+            Status::Speaking => "tray.state.speaking",
+            Status::NoMicrophone { .. } => "tray.state.noMicrophone",
+            // The problem's own title (the app's errors are English for now).
+            Status::Unavailable { problem } | Status::Fatal { problem, .. } => return problem.title.clone(),
+        };
+        crate::i18n::text(lang, key)
     }
 
     /// Which of the tray's icons shows it.
@@ -74,7 +100,7 @@ impl Status {
             Status::Ready | Status::HandsFree { muted: true, .. } => TrayIcon::Idle,
             Status::HandsFree { .. } => TrayIcon::HandsFree,
             Status::Listening => TrayIcon::Listening,
-            Status::Thinking | Status::Preparing { .. } | Status::Waiting { .. } => TrayIcon::Thinking,
+            Status::Thinking | Status::Preparing { .. } | Status::Waiting => TrayIcon::Thinking,
             Status::Speaking => TrayIcon::Speaking,
             Status::NoMicrophone { .. } | Status::Unavailable { .. } | Status::Fatal { .. } => TrayIcon::Error,
         }
@@ -137,8 +163,9 @@ pub enum TrayIcon {
 /// A model download, for the progress bar: totals are the manifest's sizes.
 #[derive(Debug, Clone, PartialEq, Serialize, specta::Type)]
 pub struct Download {
-    /// The models being fetched, e.g. "the offline speech and chat models".
-    pub what: String,
+    /// The kinds of models being fetched ("chat", "speech", "voice", "memory",
+    /// "hands-free"), for the window to name in its language.
+    pub kinds: Vec<String>,
     /// The model being fetched now (manifest id) and its description.
     pub model: String,
     pub label: String,
@@ -234,7 +261,12 @@ mod tests {
         assert!(matches!(s, Status::NoMicrophone { .. }));
         assert!(s.can_listen(), "a press tries the microphone again");
         assert_eq!(s.icon(), TrayIcon::Error);
-        assert!(!Status::Preparing { what: "x".into() }.can_listen());
-        assert_eq!(Status::Listening.tooltip(), "Hark — listening");
+        assert!(!Status::Preparing { stage: Stage::Starting }.can_listen());
+        assert_eq!(Status::Listening.tooltip("en"), "Hark — listening");
+        assert_eq!(
+            Status::Listening.tooltip("de"),
+            format!("Hark — {}", crate::i18n::text("de", "tray.state.listening"))
+        );
+        assert_ne!(Status::Listening.tooltip("de"), "Hark — listening");
     }
 }

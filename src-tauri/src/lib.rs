@@ -17,11 +17,14 @@
 //! - `settings.rs`: the settings file (no keys, ever).
 //! - `tray.rs`, `overlay.rs`, `shortcut.rs`, `update.rs`, `logging.rs`: the tray, the
 //!   overlay window, the global shortcut, updates, the log file.
+//! - `i18n.rs`: the UI language (the setting, else the system's) and the tray's words in
+//!   it, from the window's catalogues.
 //! - `error.rs`: the command error (the core's error kind, with its title and next step).
 
 mod commands;
 mod error;
 mod events;
+mod i18n;
 mod logging;
 mod overlay;
 mod runtime;
@@ -47,6 +50,10 @@ use crate::settings::AppSettings;
 use crate::state::{lock, AppState, Fatal};
 
 pub use commands::{bindings, BINDINGS};
+
+// The window's catalogues, for the words the app shows outside it (`i18n`). The macro
+// belongs at the crate's root: `rust_i18n::t!` looks for what it generates there.
+rust_i18n::i18n!("../ui/src/locales", fallback = "en");
 // The packaging test checks the release configuration with the rule the app applies.
 pub use update::{updates_in_config, UpdateConfigError, Updates};
 
@@ -242,7 +249,7 @@ pub fn run() {
             let status = match &fatal {
                 Some((f, message)) => fatal_status(f, message.clone()),
                 None => Status::Preparing {
-                    what: "Starting".into(),
+                    stage: crate::events::Stage::Starting,
                 },
             };
             if let Some((_, m)) = &fatal {
@@ -263,7 +270,9 @@ pub fn run() {
             app.manage(state);
             app.manage(Forwarder(runtime::forwarder(app.handle())));
             tool_servers::setup(app.handle());
-            if let Err(e) = tray::build(app.handle(), &status, update::configured()) {
+            let lang = crate::i18n::resolve(settings.ui_language.as_deref());
+            tracing::info!("the UI language is {lang}");
+            if let Err(e) = tray::build(app.handle(), &status, update::configured(), lang) {
                 // A desktop without a tray (no StatusNotifier host) still has the window.
                 tracing::warn!("no tray icon: {e}");
             }
@@ -296,9 +305,7 @@ pub fn run() {
                 if settings.onboarded || !needs_download {
                     start_session(app.handle(), settings.last_session.clone());
                 } else {
-                    state.set_status(Status::Waiting {
-                        what: "choose how Hark should think, in the introduction".into(),
-                    });
+                    state.set_status(Status::Waiting);
                 }
             }
             Ok(())

@@ -26,7 +26,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{CmdResult, CommandError};
-use crate::events::{AppEvent, Download, Status};
+use crate::events::{AppEvent, Download, Stage, Status};
 use crate::settings::AppSettings;
 use crate::state::{lock, AppState, HandsFree, Listener, Runtime};
 
@@ -56,9 +56,10 @@ pub fn missing_models(profile: &Profile, kc: &Keychain) -> Result<Vec<ModelSpec>
     Ok(want)
 }
 
-/// Words for what is being fetched: "the offline speech model (78 MB)".
-fn describe(models: &[ModelSpec]) -> String {
-    let kinds: Vec<&str> = models
+/// The kinds of models being fetched, each once, for the window to name in its language:
+/// "chat", "speech", "voice", "memory", "hands-free".
+fn kinds(models: &[ModelSpec]) -> Vec<String> {
+    models
         .iter()
         .map(|m| match m.kind {
             ModelKind::Llm => "chat",
@@ -67,12 +68,18 @@ fn describe(models: &[ModelSpec]) -> String {
             ModelKind::Embed => "memory",
             ModelKind::Vad | ModelKind::Turn => "hands-free",
         })
-        .fold(Vec::new(), |mut kinds, k| {
-            if !kinds.contains(&k) {
-                kinds.push(k);
+        .fold(Vec::new(), |mut kinds: Vec<String>, k| {
+            if !kinds.iter().any(|seen| seen == k) {
+                kinds.push(k.to_string());
             }
             kinds
-        });
+        })
+}
+
+/// Words for what is being fetched, for the log and the app's (English) errors: "the
+/// offline speech model (78 MB)".
+fn describe(models: &[ModelSpec]) -> String {
+    let kinds = kinds(models);
     let total: u64 = models.iter().map(ModelSpec::download_size).sum();
     let what = match kinds.as_slice() {
         [one] => format!("the offline {one} model"),
@@ -83,7 +90,7 @@ fn describe(models: &[ModelSpec]) -> String {
 
 /// Turns per-model progress into one bar over every model, with speed and time left.
 struct Meter {
-    what: String,
+    kinds: Vec<String>,
     /// Bytes of the models finished before the current one.
     before: u64,
     total: u64,
@@ -140,7 +147,7 @@ impl Meter {
         };
         let spec = labels.iter().find(|m| m.id == p.model);
         Some(Download {
-            what: self.what.clone(),
+            kinds: self.kinds.clone(),
             model: p.model.clone(),
             label: spec.map(|s| s.label.clone()).unwrap_or_default(),
             phase: p.phase,
@@ -166,7 +173,10 @@ async fn fetch_missing(app: &AppHandle, missing: Vec<ModelSpec>) -> CmdResult<()
     }
     let what = describe(&missing);
     app.state::<AppState>().set_status(Status::Preparing {
-        what: format!("Downloading {what}"),
+        stage: Stage::Download {
+            kinds: kinds(&missing),
+            bytes: missing.iter().map(ModelSpec::download_size).sum(),
+        },
     });
     download(app, missing, what).await
 }
@@ -179,7 +189,7 @@ pub async fn download(app: &AppHandle, missing: Vec<ModelSpec>, what: String) ->
     tracing::info!("downloading {what}");
     *lock(&state.download) = Some(cancel.clone());
     let meter = std::sync::Mutex::new(Meter {
-        what: what.clone(),
+        kinds: kinds(&missing),
         before: 0,
         total: missing.iter().map(ModelSpec::download_size).sum(),
         current: missing[0].id.clone(),
@@ -361,7 +371,7 @@ pub async fn switch(app: &AppHandle, session: Option<String>) -> CmdResult<Strin
     let kc = &state.keychain;
     if settings.profile.llm(kc) == Llm::Local {
         state.set_status(Status::Preparing {
-            what: "Starting the offline language model".into(),
+            stage: Stage::LocalModel,
         });
     }
     let started = async {
@@ -583,7 +593,7 @@ pub async fn set_hands_free(app: &AppHandle, on: bool) -> CmdResult<()> {
             drop(rt);
             drop(_local);
             switch(app, Some(session_id)).await?;
-            crate::tray::show_switches(app);
+            state.show_status_again();
             return Ok(());
         }
     };
@@ -598,7 +608,7 @@ pub async fn set_hands_free(app: &AppHandle, on: bool) -> CmdResult<()> {
     drop(rt);
     // No turn is under way in the new actor: the status is its idle one at once.
     state.idle_now(idle_status(&state, &settings).await);
-    crate::tray::show_switches(app);
+    state.show_status_again();
     Ok(())
 }
 
@@ -648,7 +658,7 @@ mod tests {
         let first = &models[0];
         let size = first.download_size();
         let mut meter = Meter {
-            what: "test".into(),
+            kinds: vec!["chat".into()],
             before: 0,
             total: models.iter().map(ModelSpec::download_size).sum(),
             current: first.id.clone(),

@@ -69,6 +69,9 @@ pub struct AppSettings {
     /// A small always-on-top window while listening or speaking.
     pub overlay: bool,
     pub theme: Theme,
+    /// The language of the window, the tray and the introduction (issue 45), apart from the
+    /// conversation language: one of `i18n::UI_LANGUAGES`, or `None` to follow the system's.
+    pub ui_language: Option<String>,
     /// Start in the tray, without showing the window.
     pub start_hidden: bool,
     /// Start with the computer (in the tray).
@@ -109,6 +112,7 @@ impl Default for AppSettings {
             sound_cues: true,
             overlay: false,
             theme: Theme::System,
+            ui_language: None,
             start_hidden: false,
             start_at_login: false,
             log_level: LogLevel::Info,

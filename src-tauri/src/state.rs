@@ -167,6 +167,11 @@ impl AppState {
         lock(&self.settings).clone()
     }
 
+    /// The UI language in effect (the setting, else the system's).
+    pub fn ui_language(&self) -> &'static str {
+        crate::i18n::resolve(lock(&self.settings).ui_language.as_deref())
+    }
+
     pub fn status(&self) -> Status {
         lock(&self.status).clone()
     }
@@ -225,6 +230,13 @@ impl AppState {
         }
         (self.on_status)(&status);
         self.emit(AppEvent::Status { status });
+    }
+
+    /// Shows the status again where it is shown outside the windows (the tray, with its
+    /// conversation-mode switches, and the overlay): after a change those follow that may
+    /// leave the status as it was (conversation mode turned on or off, muted).
+    pub fn show_status_again(&self) {
+        (self.on_status)(&self.status());
     }
 
     /// What idle means from now on (ready, listening hands-free, or no microphone); applied
@@ -345,8 +357,9 @@ impl AppState {
                 .key(key)
                 .map_err(|e| CommandError::new(ErrorKind::NotReady, e.to_string())),
             _ => {
+                // In English, as the app's other errors for now.
                 let what = match self.status() {
-                    Status::Preparing { what } | Status::Waiting { what } => what,
+                    s @ (Status::Preparing { .. } | Status::Waiting) => s.words("en"),
                     Status::Unavailable { problem } | Status::Fatal { problem, .. } => return Err(problem),
                     _ => "the session".to_string(),
                 };

@@ -1,7 +1,8 @@
 //! Hark in the tray: an icon and tooltip that follow the status (idle, listening hands-free,
 //! listening, thinking, speaking, error), and a menu: Show Hark, Push to talk, Conversation
 //! mode (hands-free) and its Mute, New conversation, Settings, Check for updates, Quit.
-//! Closing the window only hides it; Quit ends the app and its offline model server.
+//! Closing the window only hides it; Quit ends the app and its offline model server. The
+//! menu and tooltip are in the UI language (`i18n`), and follow a change of it.
 
 use tauri::image::Image;
 use tauri::menu::{CheckMenuItem, Menu, MenuItem, PredefinedMenuItem};
@@ -43,38 +44,51 @@ pub fn show_main(app: &AppHandle) {
     }
 }
 
-/// The menu's two switches, kept to follow conversation mode however it was changed
-/// (managed state).
-struct Switches {
+/// The menu's items, kept to follow conversation mode however it was changed, and the UI
+/// language (managed state).
+struct Items {
     hands_free: CheckMenuItem<tauri::Wry>,
     mute: CheckMenuItem<tauri::Wry>,
+    /// The plain items with their catalogue keys.
+    plain: Vec<(MenuItem<tauri::Wry>, &'static str)>,
 }
 
-/// Builds the tray icon and its menu.
-pub fn build(app: &AppHandle, status: &Status, updates: bool) -> tauri::Result<()> {
-    let show = MenuItem::with_id(app, "show", "Show Hark", true, None::<&str>)?;
-    let ptt = MenuItem::with_id(app, "ptt", "Push to talk", true, None::<&str>)?;
-    let hands_free = CheckMenuItem::with_id(
-        app,
-        "hands_free",
-        "Conversation mode (hands-free)",
-        true,
-        false,
-        None::<&str>,
-    )?;
-    let mute = CheckMenuItem::with_id(app, "mute", "Mute listening", false, false, None::<&str>)?;
-    let new = MenuItem::with_id(app, "new", "New conversation", true, None::<&str>)?;
-    let settings = MenuItem::with_id(app, "settings", "Settings…", true, None::<&str>)?;
-    let update = MenuItem::with_id(app, "update", "Check for updates…", updates, None::<&str>)?;
+/// Builds the tray icon and its menu, in the UI language `lang`.
+pub fn build(app: &AppHandle, status: &Status, updates: bool, lang: &str) -> tauri::Result<()> {
+    let text = |key: &str| crate::i18n::text(lang, key);
+    let item = |id: &str, key: &'static str, enabled: bool| {
+        MenuItem::with_id(app, id, text(key), enabled, None::<&str>).map(|item| (item, key))
+    };
+    let show = item("show", "tray.show", true)?;
+    let ptt = item("ptt", "tray.ptt", true)?;
+    let hands_free = CheckMenuItem::with_id(app, "hands_free", text("tray.handsFree"), true, false, None::<&str>)?;
+    let mute = CheckMenuItem::with_id(app, "mute", text("tray.mute"), false, false, None::<&str>)?;
+    let new = item("new", "tray.new", true)?;
+    let settings = item("settings", "tray.settings", true)?;
+    let update = item("update", "tray.update", updates)?;
     let sep = PredefinedMenuItem::separator(app)?;
-    let quit = MenuItem::with_id(app, "quit", "Quit Hark", true, None::<&str>)?;
+    let quit = item("quit", "tray.quit", true)?;
     let menu = Menu::with_items(
         app,
-        &[&show, &ptt, &hands_free, &mute, &new, &settings, &update, &sep, &quit],
+        &[
+            &show.0,
+            &ptt.0,
+            &hands_free,
+            &mute,
+            &new.0,
+            &settings.0,
+            &update.0,
+            &sep,
+            &quit.0,
+        ],
     )?;
-    app.manage(Switches { hands_free, mute });
+    app.manage(Items {
+        hands_free,
+        mute,
+        plain: vec![show, ptt, new, settings, update, quit],
+    });
     let mut builder = TrayIconBuilder::with_id(TRAY)
-        .tooltip(status.tooltip())
+        .tooltip(status.tooltip(lang))
         .menu(&menu)
         .show_menu_on_left_click(false)
         .on_menu_event(|app, event| on_menu(app, event.id().as_ref()))
@@ -143,18 +157,33 @@ fn on_menu(app: &AppHandle, id: &str) {
 /// The tray follows the status.
 pub fn show_status(app: &AppHandle, status: &Status) {
     if let Some(tray) = app.tray_by_id(TRAY) {
+        let lang = app.try_state::<AppState>().map_or("en", |s| s.ui_language());
         // Icon and template flag at once (set_icon alone clears the flag on macOS).
         let _ = tray.set_icon_with_as_template(image(status.icon()), template(status.icon()));
-        let _ = tray.set_tooltip(Some(status.tooltip()));
+        let _ = tray.set_tooltip(Some(status.tooltip(lang)));
     }
     if let Status::HandsFree { .. } | Status::Ready = status {
         show_switches(app);
     }
 }
 
+/// The menu and tooltip in the UI language now in effect (after a change of it).
+pub fn relabel(app: &AppHandle) {
+    let (Some(items), Some(state)) = (app.try_state::<Items>(), app.try_state::<AppState>()) else {
+        return;
+    };
+    let lang = state.ui_language();
+    for (item, key) in &items.plain {
+        let _ = item.set_text(crate::i18n::text(lang, key));
+    }
+    let _ = items.hands_free.set_text(crate::i18n::text(lang, "tray.handsFree"));
+    let _ = items.mute.set_text(crate::i18n::text(lang, "tray.mute"));
+    show_status(app, &state.status());
+}
+
 /// The menu's switches follow conversation mode and its mute.
 pub fn show_switches(app: &AppHandle) {
-    let (Some(switches), Some(state)) = (app.try_state::<Switches>(), app.try_state::<AppState>()) else {
+    let (Some(switches), Some(state)) = (app.try_state::<Items>(), app.try_state::<AppState>()) else {
         return;
     };
     let on = crate::state::lock(&state.hands_free).clone();

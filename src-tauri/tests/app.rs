@@ -178,9 +178,11 @@ async fn the_desktop_app_end_to_end() {
         .await;
     app.wait("no summary", summary, |v| v.is_null()).await;
 
-    // Export: the button asks for a file in the system's save dialog (this debug build is
-    // told which, by HARK_TEST_DIALOG_PATH; the page never names a path).
-    app.click("#export-json").await;
+    // Export, from the conversation's menu in the sidebar: it asks for a file in the
+    // system's save dialog (this debug build is told which, by HARK_TEST_DIALOG_PATH; the
+    // page never names a path).
+    app.click("#session-list .session.current .session-menu").await;
+    app.click("#session-list .session.current .export-json").await;
     app.wait(
         "the export notice",
         "return document.querySelector('#banners').innerText",

@@ -70,7 +70,7 @@ pub async fn start_fresh(app: AppHandle, state: State<'_, AppState>) -> CmdResul
     };
     *lock(&state.fatal) = None;
     state.set_status(Status::Preparing {
-        what: "Starting".into(),
+        stage: crate::events::Stage::Starting,
     });
     crate::start_session(&app, None);
     Ok(kept.display().to_string())
@@ -111,7 +111,7 @@ pub fn finish_onboarding(app: AppHandle, state: State<'_, AppState>) -> CmdResul
             let _ = h.practice(false);
         }
         // Skipped before choosing: start with the settings as they are.
-        None if matches!(state.status(), Status::Waiting { .. }) => crate::start_session(&app, last),
+        None if matches!(state.status(), Status::Waiting) => crate::start_session(&app, last),
         None => {}
     }
     Ok(())

@@ -1,4 +1,4 @@
-//! Sessions: list, open, start, delete, export and import. Export and import choose their
+//! Sessions: list, search, open, start, rename, delete, export and import. Export and import choose their
 //! file here, in the system's save and open dialogs: the page never names a path, so a
 //! compromised page cannot write or read any file it likes (issue 9).
 
@@ -17,6 +17,22 @@ use crate::state::AppState;
 #[specta::specta]
 pub fn list_sessions(state: State<'_, AppState>) -> CmdResult<Vec<SessionInfo>> {
     Ok(state.store()?.list_sessions()?)
+}
+
+/// The sessions whose title or messages have every word of `query` (the sidebar's search;
+/// an empty query lists them all), most recently used first.
+#[tauri::command(async)]
+#[specta::specta]
+pub fn search_sessions(state: State<'_, AppState>, query: String) -> CmdResult<Vec<SessionInfo>> {
+    Ok(state.store()?.search_sessions(&query)?)
+}
+
+/// Gives a session the title the user typed; returns the title as stored. An empty one is
+/// refused and the old title stays.
+#[tauri::command(async)]
+#[specta::specta]
+pub fn rename_session(state: State<'_, AppState>, id: String, title: String) -> CmdResult<String> {
+    Ok(state.store()?.rename_session(&id, &title)?)
 }
 
 #[tauri::command]
@@ -80,21 +96,19 @@ async fn choose(app: &AppHandle, save: bool, name: &str, filter: (&str, &[&str])
     rx.await.ok().flatten().and_then(|p| p.into_path().ok())
 }
 
-/// Exports the open session to a file the user chooses. Returns the file written, or
-/// `None` when the user cancelled.
+/// Exports a session (`None`: the open one) to a file the user chooses. Returns the file
+/// written, or `None` when the user cancelled.
 #[tauri::command]
 #[specta::specta]
 pub async fn export_session(
     app: AppHandle,
     state: State<'_, AppState>,
+    id: Option<String>,
     format: ExportFormat,
 ) -> CmdResult<Option<String>> {
-    let id = state
-        .runtime
-        .lock()
-        .await
-        .as_ref()
-        .map(|r| r.session_id.clone())
+    let open = state.runtime.lock().await.as_ref().map(|r| r.session_id.clone());
+    let id = id
+        .or(open)
         .ok_or_else(|| CommandError::new(ErrorKind::NotReady, "no conversation is open"))?;
     let session = state.store()?.load_session(&id)?;
     let (name, text, filter) = match format {

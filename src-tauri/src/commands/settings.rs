@@ -28,6 +28,7 @@ fn slot(provider: &str, endpoint: Option<&str>) -> CmdResult<KeySlot> {
 /// Applies what takes effect without a new session: log level, overlay, start at login.
 fn apply(app: &AppHandle, state: &AppState, s: &AppSettings) -> CmdResult<()> {
     state.logs.set_level(s.log_level);
+    crate::tray::relabel(app);
     crate::overlay::set(app, s.overlay);
     let autostart = app.autolaunch();
     let result = if s.start_at_login {
@@ -95,6 +96,40 @@ pub async fn set_shortcut(app: AppHandle, state: State<'_, AppState>, accelerato
         s.shortcut = accelerator;
         crate::settings::save(&s).map_err(|e| CommandError::new(ErrorKind::Settings, e.to_string()))?;
     }
+    Ok(snapshot(&state).await)
+}
+
+/// Changes the UI language (`None`: the system's), saved at once and apart from the other
+/// settings: the window shows it as soon as this returns, and the tray's menu and tooltip
+/// follow. A language Hark does not have is refused with the ones it has.
+#[tauri::command]
+#[specta::specta]
+pub async fn set_ui_language(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    language: Option<String>,
+) -> CmdResult<Snapshot> {
+    if let Some(l) = &language {
+        if !crate::i18n::UI_LANGUAGES.contains(&l.as_str()) {
+            return Err(CommandError::new(
+                ErrorKind::Settings,
+                format!(
+                    "Hark's window has no language \"{l}\"; it has {}",
+                    crate::i18n::UI_LANGUAGES.join(", ")
+                ),
+            ));
+        }
+    }
+    {
+        let mut s = lock(&state.settings);
+        let next = AppSettings {
+            ui_language: language,
+            ..s.clone()
+        };
+        crate::settings::save(&next).map_err(|e| CommandError::new(ErrorKind::Settings, e.to_string()))?;
+        *s = next;
+    }
+    crate::tray::relabel(&app);
     Ok(snapshot(&state).await)
 }
 

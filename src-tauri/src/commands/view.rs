@@ -35,6 +35,8 @@ pub struct Snapshot {
     pub shortcut_label: String,
     /// "linux", "macos" or "windows".
     pub platform: String,
+    /// The UI language in effect: the setting, else the system's (`i18n::resolve`).
+    pub ui_language: String,
     /// Where the log files are.
     pub log_dir: String,
     /// Whether this build can look for updates.
@@ -61,6 +63,7 @@ pub async fn snapshot(state: &AppState) -> Snapshot {
         problems: latest.problems,
         download: latest.download,
         platform: std::env::consts::OS.into(),
+        ui_language: crate::i18n::resolve(settings.ui_language.as_deref()).into(),
         log_dir: state.logs.dir().display().to_string(),
         updates: crate::update::configured(),
         choices: choices(),

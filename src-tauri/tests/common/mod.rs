@@ -134,7 +134,15 @@ impl Setup {
             service: format!("hark-{name}-test-{}", std::process::id()),
             // Hark's own debug lines, so a failure's log shows the voice turn's course
             // (listening, thinking, speaking, idle), not only the start-up.
-            env: vec![("HARK_LOG".into(), "warn,hark_app=debug,hark_core=debug".into())],
+            // English unless a test says otherwise: the window's words follow the system's
+            // language (LANGUAGE, LC_ALL and LC_MESSAGES before LANG; empty ones count as unset).
+            env: vec![
+                ("HARK_LOG".into(), "warn,hark_app=debug,hark_core=debug".into()),
+                ("LANGUAGE".into(), "".into()),
+                ("LC_ALL".into(), "".into()),
+                ("LC_MESSAGES".into(), "".into()),
+                ("LANG".into(), "C.UTF-8".into()),
+            ],
         }
     }
 
@@ -638,8 +646,11 @@ pub fn stored(db: &Path) -> Vec<(String, String)> {
 
 /// Waits until the newest stored session holds `n` messages.
 pub async fn wait_stored(db: &Path, n: usize) -> Vec<(String, String)> {
-    // A spoken turn is stored ~1–3 s after the release here; 60 s only catches a hang.
-    let deadline = Instant::now() + Duration::from_secs(60);
+    // A spoken turn is stored once its reply has been spoken, ~1–3 s after the release
+    // here for a short reply. The first run's SmolLM2 can ramble to its whole reply budget
+    // (a clean-clone run saw a paragraph of made-up French): spoken, about a minute. 180 s
+    // only catches a hang.
+    let deadline = Instant::now() + Duration::from_secs(180);
     loop {
         let m = stored(db);
         if m.len() >= n {

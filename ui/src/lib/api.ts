@@ -4,6 +4,7 @@
 import { Channel } from "@tauri-apps/api/core";
 import type { CommandError, Numbered, Result } from "./bindings";
 import { commands } from "./bindings";
+import { t } from "./i18n.svelte";
 import { showProblem } from "./state.svelte";
 
 export { commands };
@@ -17,9 +18,9 @@ export async function call<T>(pending: Promise<Result<T, CommandError>>): Promis
   } catch (e) {
     showProblem({
       kind: "internal",
-      title: "Something went wrong inside Hark",
+      title: t("errors.internal.title"),
       message: String(e),
-      next_step: "try again; the log has the details",
+      next_step: t("errors.internal.next"),
       detail: null,
     });
   }

@@ -258,6 +258,30 @@ async listSessions() : Promise<Result<SessionInfo[], CommandError>> {
     else return { status: "error", error: e  as any };
 }
 },
+/**
+ * The sessions whose title or messages have every word of `query` (the sidebar's search;
+ * an empty query lists them all), most recently used first.
+ */
+async searchSessions(query: string) : Promise<Result<SessionInfo[], CommandError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("search_sessions", { query }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * Gives a session the title the user typed; returns the title as stored. An empty one is
+ * refused and the old title stays.
+ */
+async renameSession(id: string, title: string) : Promise<Result<string, CommandError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("rename_session", { id, title }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
 async openSession(id: string) : Promise<Result<string, CommandError>> {
     try {
     return { status: "ok", data: await TAURI_INVOKE("open_session", { id }) };
@@ -286,12 +310,12 @@ async deleteSession(id: string) : Promise<Result<string, CommandError>> {
 }
 },
 /**
- * Exports the open session to a file the user chooses. Returns the file written, or
- * `None` when the user cancelled.
+ * Exports a session (`None`: the open one) to a file the user chooses. Returns the file
+ * written, or `None` when the user cancelled.
  */
-async exportSession(format: ExportFormat) : Promise<Result<string | null, CommandError>> {
+async exportSession(id: string | null, format: ExportFormat) : Promise<Result<string | null, CommandError>> {
     try {
-    return { status: "ok", data: await TAURI_INVOKE("export_session", { format }) };
+    return { status: "ok", data: await TAURI_INVOKE("export_session", { id, format }) };
 } catch (e) {
     if(e instanceof Error) throw e;
     else return { status: "error", error: e  as any };
@@ -329,6 +353,19 @@ async saveSettings(settings: AppSettings) : Promise<Result<Snapshot, CommandErro
 async setShortcut(accelerator: string) : Promise<Result<Snapshot, CommandError>> {
     try {
     return { status: "ok", data: await TAURI_INVOKE("set_shortcut", { accelerator }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * Changes the UI language (`None`: the system's), saved at once and apart from the other
+ * settings: the window shows it as soon as this returns, and the tray's menu and tooltip
+ * follow. A language Hark does not have is refused with the ones it has.
+ */
+async setUiLanguage(language: string | null) : Promise<Result<Snapshot, CommandError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("set_ui_language", { language }) };
 } catch (e) {
     if(e instanceof Error) throw e;
     else return { status: "error", error: e  as any };
@@ -749,6 +786,11 @@ sound_cues: boolean;
  */
 overlay: boolean; theme: Theme; 
 /**
+ * The language of the window, the tray and the introduction (issue 45), apart from the
+ * conversation language: one of `i18n::UI_LANGUAGES`, or `None` to follow the system's.
+ */
+ui_language: string | null; 
+/**
  * Start in the tray, without showing the window.
  */
 start_hidden: boolean; 
@@ -860,9 +902,10 @@ export type Devices = { inputs: DeviceInfo[]; outputs: DeviceInfo[] }
  */
 export type Download = { 
 /**
- * The models being fetched, e.g. "the offline speech and chat models".
+ * The kinds of models being fetched ("chat", "speech", "voice", "memory",
+ * "hands-free"), for the window to name in its language.
  */
-what: string; 
+kinds: string[]; 
 /**
  * The model being fetched now (manifest id) and its description.
  */
@@ -1349,6 +1392,10 @@ shortcut_label: string;
  */
 platform: string; 
 /**
+ * The UI language in effect: the setting, else the system's (`i18n::resolve`).
+ */
+ui_language: string; 
+/**
  * Where the log files are.
  */
 log_dir: string; 
@@ -1365,6 +1412,18 @@ onboarding: boolean;
  */
 choices: Choices }
 /**
+ * What is being prepared: the window and the tray say it in the UI language.
+ */
+export type Stage = { step: "starting" } | 
+/**
+ * The offline language model server is starting.
+ */
+{ step: "local_model" } | 
+/**
+ * Models are being fetched: their kinds (see [`Download::kinds`]) and size in bytes.
+ */
+{ step: "download"; kinds: string[]; bytes: number }
+/**
  * Where Hark is. The state line shows it, the tray's icon and tooltip follow it.
  */
 export type Status = 
@@ -1372,11 +1431,11 @@ export type Status =
  * Nothing is set up yet: the first-run introduction asks how Hark should think (and
  * nothing is downloaded before the user has chosen).
  */
-{ state: "waiting"; what: string } | 
+{ state: "waiting" } | 
 /**
- * Something named is being prepared; a turn cannot be taken yet.
+ * Something is being prepared; a turn cannot be taken yet.
  */
-{ state: "preparing"; what: string } | 
+{ state: "preparing"; stage: Stage } | 
 /**
  * A turn can be taken: press to talk.
  */

@@ -9,11 +9,14 @@ import type {
   Numbered,
   PanelView,
   Snapshot,
+  Stage,
   Status,
   TurnMetrics,
   VoiceEvent,
 } from "./bindings";
 import { commands } from "./bindings";
+import { modelsWhat } from "./format";
+import { number, setLanguage, t } from "./i18n.svelte";
 
 /** One line of the live transcript. */
 export interface Line {
@@ -24,7 +27,8 @@ export interface Line {
   /** An interrupted reply: what was heard, and what was generated but not heard. */
   heard?: string;
   unheard?: string;
-  tag?: string;
+  /** A caption in the UI language (a function, so that a change of language shows it anew). */
+  tag?: () => string;
   /** What Hark said after the reply about how it ended (a refusal, the length limit). */
   notice?: string;
 }
@@ -40,7 +44,7 @@ let nextId = 1;
 
 export const app = $state({
   snapshot: null as Snapshot | null,
-  status: { state: "preparing", what: "Starting" } as Status,
+  status: { state: "preparing", stage: { step: "starting" } } as Status,
   panel: null as PanelView | null,
   download: null as Download | null,
   banners: [] as Banner[],
@@ -78,7 +82,7 @@ export function showProblem(problem: CommandError, notice = false): void {
 }
 
 export function notice(message: string): void {
-  showProblem({ kind: "not_ready", title: "Hark", message, next_step: "", detail: null }, true);
+  showProblem({ kind: "not_ready", title: t("app.name"), message, next_step: "", detail: null }, true);
 }
 
 /** Clears the banners of one kind (a problem that a later success has put right). */
@@ -116,6 +120,7 @@ export async function applySnapshot(s: Snapshot): Promise<void> {
   app.status = s.status;
   if (s.panel) app.panel = s.panel;
   app.download = s.download;
+  setLanguage(s.ui_language);
   app.banners = [];
   for (const p of s.problems) showProblem(p);
   applyTheme(s.settings.theme);
@@ -182,7 +187,11 @@ function onVoice(e: VoiceEvent): void {
       const l = find(app.replyId ?? app.heldReplyId) ?? line("assistant", e.generated);
       l.heard = e.heard;
       l.unheard = e.generated.slice(e.heard.length);
-      l.tag = `interrupted after ${(e.heard_ms / 1000).toFixed(1)} s — struck-through text was not heard`;
+      const secs = e.heard_ms / 1000;
+      l.tag = () =>
+        t("transcript.interrupted", {
+          s: number(secs, { minimumFractionDigits: 1, maximumFractionDigits: 1 }),
+        });
       app.replyId = null;
       app.heldReplyId = null;
       break;
@@ -192,7 +201,8 @@ function onVoice(e: VoiceEvent): void {
       const l = e.notice != null ? (find(app.replyId) ?? line("assistant", "")) : find(app.replyId);
       if (l && e.notice != null) l.notice = e.notice;
       const m: TurnMetrics = e.metrics;
-      if (l && m.first_audio_out_ms != null) l.tag = `first audio ${m.first_audio_out_ms} ms after release`;
+      const ms = m.first_audio_out_ms;
+      if (l && ms != null) l.tag = () => t("transcript.firstAudio", { ms: number(ms) });
       app.replyId = null;
       app.sessionsVersion++;
       break;
@@ -200,14 +210,16 @@ function onVoice(e: VoiceEvent): void {
     case "tool_started": {
       // The reply goes on in a new line after the call.
       const l = line("tool", `${e.name} ${e.arguments}`);
-      l.tag = "running…";
+      l.tag = () => t("transcript.running");
       app.toolLines[e.id] = l.id;
       app.replyId = null;
       break;
     }
     case "tool_finished": {
       const l = find(app.toolLines[e.id] ?? null) ?? line("tool", e.name);
-      l.tag = e.state === "done" ? `→ ${e.content}` : `${e.state}: ${e.content}`;
+      const { state, content } = e;
+      l.tag = () =>
+        state === "done" ? `→ ${content}` : t("transcript.toolEnded", { state: toolState(state), content });
       delete app.toolLines[e.id];
       break;
     }
@@ -228,10 +240,8 @@ function onVoice(e: VoiceEvent): void {
       const l = find(app.interimId) ?? line("user", "");
       l.text = e.heard;
       l.interim = false;
-      l.tag =
-        e.answer === null
-          ? "not an answer — say “yes”, “no” or “always”"
-          : { yes: "allowed once", always: "always allowed", no: "not allowed" }[e.answer];
+      const answer = e.answer;
+      l.tag = () => (answer === null ? t("transcript.notAnAnswer") : t(`transcript.answer.${answer}`));
       app.interimId = null;
       app.level = 0;
       break;
@@ -287,29 +297,55 @@ function onEvent(e: AppEvent): void {
   }
 }
 
+/** A tool call's end in words. */
+function toolState(state: string): string {
+  switch (state) {
+    case "error":
+      return t("transcript.toolState.error");
+    case "cancelled":
+      return t("transcript.toolState.cancelled");
+    case "in_progress":
+      return t("transcript.toolState.in_progress");
+    default:
+      return state;
+  }
+}
+
 /** The status line's words. */
 export function statusText(s: Status): string {
   switch (s.state) {
     case "waiting":
-      return "Getting started";
+      return t("status.waiting");
     case "preparing":
-      return `Preparing: ${s.what}…`;
+      return t("status.preparing", { what: stageText(s.stage) });
     case "ready":
-      return "Ready";
+      return t("status.ready");
     case "hands_free":
-      if (s.muted) return "Conversation mode: muted";
-      return s.full_duplex ? "Listening hands-free" : "Listening hands-free (half-duplex)";
+      if (s.muted) return t("status.muted");
+      return s.full_duplex ? t("status.handsFree") : t("status.handsFreeHalf");
     case "listening":
-      return "Listening…";
+      return t("status.listening");
     case "thinking":
-      return "Thinking…";
+      return t("status.thinking");
     case "speaking":
-      return "Speaking";
+      return t("status.speaking");
     case "no_microphone":
-      return "No microphone";
+      return t("status.noMicrophone");
     case "unavailable":
       return s.problem.title;
     case "fatal":
-      return "Cannot start";
+      return t("status.cannotStart");
+  }
+}
+
+/** What is being prepared. */
+function stageText(stage: Stage): string {
+  switch (stage.step) {
+    case "starting":
+      return t("stage.starting");
+    case "local_model":
+      return t("stage.localModel");
+    case "download":
+      return t("stage.download", { what: modelsWhat(stage.kinds, stage.bytes) });
   }
 }
