@@ -72,7 +72,10 @@ async fn hark_lives_in_the_tray_and_answers_while_hidden() {
     play(&u2).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(second_launch(&setup, &["--toggle"]).0.success());
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // The stop cue plays as listening stops, before the turn is stored: the recording ends
+    // once the user's words are in the record (a fixed 400 ms caught only part of the cue
+    // once, on a busy clean-clone run: stop 0.39).
+    wait_stored(&setup.db, 3).await;
     let recorded = cues.stop();
     let m = wait_stored(&setup.db, 4).await;
     assert_eq!(m[3], ("assistant".into(), "Your name is Sam.".into()), "{m:?}");
