@@ -231,6 +231,25 @@ async fn tray_in(lang: &Lang) {
     }
 }
 
+/// One view of the window (`where_`) as `lang` should show it: in that language, nothing
+/// overflowing, axe clean; then its picture (`shot`-CODE.png).
+async fn view_in(app: &App, lang: &Lang, where_: &str, shot: &str) {
+    in_language(app, lang, where_).await;
+    assert_eq!(
+        overflowing(app).await,
+        Vec::<String>::new(),
+        "{where_} in {}",
+        lang.code
+    );
+    assert_eq!(
+        axe_serious(app).await,
+        Vec::<String>::new(),
+        "axe, {where_} in {}",
+        lang.code
+    );
+    app.screenshot(&format!("{shot}-{}.png", lang.code)).await;
+}
+
 /// The introduction, the main window and Settings in `lang`, the app started with `LANG`
 /// set to `posix` and nothing chosen; then, with `then`, another language chosen in
 /// Settings, at once and after a restart.
@@ -248,20 +267,7 @@ async fn started_in(lang: &Lang, posix: &str, then: Option<&Lang>) {
     )
     .await;
     assert_eq!(app.text("#onb-next").await.trim(), lang.t("onboarding.start"));
-    in_language(&app, lang, "the introduction").await;
-    assert_eq!(
-        overflowing(&app).await,
-        Vec::<String>::new(),
-        "the introduction in {}",
-        lang.code
-    );
-    assert_eq!(
-        axe_serious(&app).await,
-        Vec::<String>::new(),
-        "axe, the introduction in {}",
-        lang.code
-    );
-    app.screenshot(&format!("onboarding-{}.png", lang.code)).await;
+    view_in(&app, lang, "the introduction", "onboarding").await;
     tray_in(lang).await;
 
     // The main window.
@@ -273,38 +279,12 @@ async fn started_in(lang: &Lang, posix: &str, then: Option<&Lang>) {
     )
     .await;
     assert_eq!(app.text("#history-title").await.trim(), lang.t("history.title"));
-    in_language(&app, lang, "the main window").await;
-    assert_eq!(
-        overflowing(&app).await,
-        Vec::<String>::new(),
-        "the main window in {}",
-        lang.code
-    );
-    assert_eq!(
-        axe_serious(&app).await,
-        Vec::<String>::new(),
-        "axe, the main window in {}",
-        lang.code
-    );
-    app.screenshot(&format!("main-{}.png", lang.code)).await;
+    view_in(&app, lang, "the main window", "main").await;
 
     // Settings.
     app.open_settings().await;
     assert_eq!(app.text("#settings-title").await.trim(), lang.t("settings.title"));
-    in_language(&app, lang, "Settings").await;
-    assert_eq!(
-        overflowing(&app).await,
-        Vec::<String>::new(),
-        "Settings in {}",
-        lang.code
-    );
-    assert_eq!(
-        axe_serious(&app).await,
-        Vec::<String>::new(),
-        "axe, Settings in {}",
-        lang.code
-    );
-    app.screenshot(&format!("settings-{}.png", lang.code)).await;
+    view_in(&app, lang, "Settings", "settings").await;
 
     let Some(next) = then else {
         app.close().await;
