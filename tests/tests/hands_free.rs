@@ -123,6 +123,11 @@ fn session_on_the_room(
         std::env::var_os("PULSE_SERVER").is_some(),
         "no PulseAudio: run the tests through scripts/test.sh (virtual speaker and microphone)"
     );
+    // What the gate, Smart Turn and the words over a reply decided, shown if a test fails.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter("hark_core=debug")
+        .with_test_writer()
+        .try_init();
     let llm = FakeLlm::openai(None);
     let mut c = ProviderConfig::new(ProviderKind::OpenAi);
     c.base_url = llm.base_url();
@@ -286,7 +291,7 @@ async fn hands_free_answers_the_room_never_itself_and_a_voice_over_its_reply_int
     };
     assert!(
         text.to_lowercase().contains("what is my name"),
-        "heard over the reply: {text}"
+        "heard over the reply: {text}; events: {seen:?}"
     );
     let VoiceEvent::TurnFinished { reply, .. } = wait_for(&mut rx, &mut seen, "reply 3", |e| {
         matches!(e, VoiceEvent::TurnFinished { .. })

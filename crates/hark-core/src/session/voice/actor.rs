@@ -192,7 +192,18 @@ struct Listening {
     /// A voice that may be Hark's own ([`Action::PauseAndListen`]; the reply, if any, is
     /// paused for it): its words decide whether it was someone else's ([`overheard`]).
     overheard: bool,
+    /// When the reply pauses for this voice, if it has not yet ([`LEAKING_PAUSE`]).
+    pause_at: Option<tokio::time::Instant>,
 }
+
+/// How long a voice over a reply that has let Hark's own voice through must go on before
+/// the reply pauses for it (issue 49). Such a reply pauses for no voice at once: each
+/// syllable of Hark's that the canceller lets through would stop it (the detector takes
+/// 120 ms of speech as a voice), and those fragments are short. But a reply that played on
+/// over someone's words put them through the canceller's double-talk suppression, which
+/// damaged them: "Excuse me Hark tell me what is my name?" came out as "Excuse me,
+/// pardon." in a CI run. Paused after this long, the rest of what they say is heard clean.
+const LEAKING_PAUSE: Duration = Duration::from_millis(400);
 
 /// A turn in progress: the task (which owns the conversation meanwhile), its barge-in
 /// token, and what its speaking task should say aside (consent questions).
@@ -236,6 +247,7 @@ async fn actor(
             (None, Some(_)) => Phase::Thinking,
             (None, None) => Phase::Idle,
         };
+        let pause_at = listening.as_ref().and_then(|l| l.pause_at);
         tokio::select! {
             cmd = commands.recv() => {
                 let k = match cmd {
@@ -280,15 +292,20 @@ async fn actor(
                     // Hands-free, a voice that may be Hark's own: the reply pauses (the
                     // model and the voice go on) until its words say whose it was.
                     Action::PauseAndListen => {
-                        // Once this reply has shown that Hark's voice gets through, its
-                        // words decide without a pause: a voice is cut at its end.
+                        // Once this reply has shown that Hark's voice gets through, it
+                        // pauses only for a voice that goes on (see LEAKING_PAUSE).
                         if turn.is_some() && !leaking {
                             voice.out.hold(true);
                             let _ = events.send(VoiceEvent::ReplyPaused);
                         }
                         listening = start_listening(&voice, &options, &events, None);
                         match listening.as_mut() {
-                            Some(l) => l.overheard = true,
+                            Some(l) => {
+                                l.overheard = true;
+                                if turn.is_some() && leaking {
+                                    l.pause_at = Some(tokio::time::Instant::now() + LEAKING_PAUSE);
+                                }
+                            }
                             None => play_on(&voice, &events, turn.is_some()),
                         }
                     }
@@ -335,8 +352,8 @@ async fn actor(
                                 Ok(words) => words,
                                 Err(whose) => {
                                     // Hark heard itself: its canceller lets its voice through
-                                    // now, and pausing again at each syllable of it would
-                                    // stutter the whole reply.
+                                    // now, and pausing at once at each syllable of it would
+                                    // stutter the whole reply (see LEAKING_PAUSE).
                                     leaking |= whose == overheard::Voice::Hark && turn.is_some();
                                     play_on(&voice, &events, turn.is_some());
                                     continue;
@@ -359,6 +376,16 @@ async fn actor(
                             start_turn(c, voice.clone(), captured, released_at, options.pipeline, events.clone())
                         });
                     }
+                }
+            }
+            // A voice over a reply that let Hark's voice through went on: the reply pauses.
+            _ = async { tokio::time::sleep_until(pause_at.expect("guarded")).await }, if pause_at.is_some() => {
+                if let Some(l) = listening.as_mut() {
+                    l.pause_at = None;
+                }
+                if turn.is_some() {
+                    voice.out.hold(true);
+                    let _ = events.send(VoiceEvent::ReplyPaused);
                 }
             }
             // The input ended by itself while the key was held: its device failed or vanished.
@@ -581,6 +608,7 @@ fn start_listening(
         stop,
         pump,
         answering: None,
+        pause_at: None,
         overheard: false,
     })
 }

@@ -769,4 +769,80 @@ mod tests {
             .collect();
         assert_eq!(users, ["tell me a story", "Stop."]);
     }
+
+    /// Issue 49: once a reply has let Hark's own voice through (the first voice over it was
+    /// Hark's words), a later voice that goes on still pauses the reply before it ends, so
+    /// the rest of its words are not said over Hark (a CI run heard "Excuse me, pardon." of
+    /// "Excuse me Hark tell me what is my name?" said over a reply that played on), and its
+    /// words cut the reply and are the next turn.
+    #[tokio::test]
+    async fn a_voice_that_goes_on_over_a_leaking_reply_pauses_it_before_its_words_decide() {
+        let mut audio = speech_samples(1_000);
+        audio.extend(vec![0.0; STT_RATE as usize * 6 / 10]);
+        audio.extend(speech_samples(400));
+        audio.extend(vec![0.0; STT_RATE as usize * 3 / 2]);
+        audio.extend(speech_samples(1_500));
+        audio.extend(vec![0.0; STT_RATE as usize * 4]);
+        let room = Room {
+            mic: audio,
+            transcripts: vec![
+                "tell me a story".into(),
+                "Once upon a time there".into(),
+                "Excuse me, tell me what my name is.".into(),
+            ],
+            reply: "Once upon a time there was a fox who lived in a deep green wood. Every morning it walked to the \
+                    river. It watched the fish and the birds for hours. Then it went home and slept until the moon \
+                    came up. The next day it did it all again, and the day after that, for as long as it lived.",
+            out: Arc::new(Uncancelled {
+                clock: ClockOut::new(),
+                reference: EchoReference::new(),
+            }),
+            duplex: true,
+        };
+        let (session, mut rx, _, _) = session_in(room, Some(0.9));
+        let mut seen = Vec::new();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while !seen
+            .iter()
+            .any(|e| matches!(e, VoiceEvent::TurnFinished { reply, .. } if reply == "Okay."))
+        {
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(Some(VoiceEvent::Level { .. } | VoiceEvent::ContextChanged { .. })) => {}
+                Ok(Some(e)) => seen.push(e),
+                _ => panic!("the words over the reply were not answered: {seen:?}"),
+            }
+        }
+        // The first voice over the reply, Hark's own: it paused the reply, which played on.
+        let overheard = seen
+            .iter()
+            .position(|e| {
+                *e == VoiceEvent::NoTurn {
+                    reason: crate::session::ptt::NoTurn::Overheard,
+                }
+            })
+            .unwrap_or_else(|| panic!("Hark's own voice was no voice over the reply: {seen:?}"));
+        // The second: paused after it started and before it ended, then cut by its words.
+        let after = &seen[overheard..];
+        let at = |want: &dyn Fn(&VoiceEvent) -> bool| after.iter().position(want);
+        let started = at(&|e| *e == VoiceEvent::SpeechStarted).expect("a second voice");
+        let paused = at(&|e| *e == VoiceEvent::ReplyPaused);
+        let ended = at(&|e| *e == VoiceEvent::SpeechEnded).expect("its end");
+        let cut = at(&|e| matches!(e, VoiceEvent::ReplyInterrupted { .. })).expect("the reply cut");
+        assert!(
+            paused.is_some_and(|p| started < p && p < ended),
+            "the reply played on under the voice: {seen:?}"
+        );
+        assert!(ended < cut, "{seen:?}");
+        let chat = session.shutdown().await.unwrap();
+        let users: Vec<String> = chat
+            .conversation()
+            .record()
+            .iter()
+            .filter_map(|m| match &m.kind {
+                crate::conversation::MessageKind::User { text } => Some(text.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(users, ["tell me a story", "Excuse me, tell me what my name is."]);
+    }
 }
