@@ -469,7 +469,7 @@ fn the_recordings_are_the_vendors_files_unchanged() {
         assert_eq!(got, sha, "{file} differs from the vendor's file");
         listed += 1;
     }
-    assert_eq!(listed, 46, "every recording is listed");
+    assert_eq!(listed, 56, "every recording is listed");
 }
 
 /// The export (`hark export`) of the one conversation in `db`.

@@ -24,7 +24,7 @@ const PROVIDER: &str = "deepgram";
 /// Deepgram's official endpoint.
 pub const BASE_URL: &str = crate::endpoints::DEEPGRAM;
 
-/// How long to wait for the finalized result after release.
+/// How long to wait for the finalized result, or the end of the stream, after release.
 const FINALIZE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Deepgram settings.
@@ -273,9 +273,15 @@ impl LiveTranscription for DeepgramLive {
     }
 
     async fn finish(self: Box<Self>) -> Result<String, ProviderError> {
+        // Finalize flushes the audio Deepgram still holds (a result marked `from_finalize`);
+        // CloseStream, sent at once behind it, makes Deepgram send every result left and
+        // close. Deepgram answers Finalize only when audio was left unprocessed: each live
+        // session its SDK recorded ends in a final result it endpointed by itself, with no
+        // `from_finalize` answer, and waiting for one alone waited 5 s and lost those words
+        // (tests/tests/deepgram_recorded.rs). The reader ends at whichever comes first.
         let _ = self.audio_tx.send(WsMessage::Text(r#"{"type":"Finalize"}"#.into()));
-        let result = tokio::time::timeout(FINALIZE_TIMEOUT, self.done_rx).await;
         let _ = self.audio_tx.send(WsMessage::Text(r#"{"type":"CloseStream"}"#.into()));
+        let result = tokio::time::timeout(FINALIZE_TIMEOUT, self.done_rx).await;
         match result {
             Ok(Ok(r)) => r,
             Ok(Err(_)) => Err(ProviderError::new(
