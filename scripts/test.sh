@@ -63,7 +63,7 @@ chmod 700 "$SANDBOX/run"
 
 if [ "$REPEAT" -gt 0 ]; then
   echo "== the app, audio and first-run tests, $REPEAT times (virtual display, Secret Service, audio)"
-  TESTS='cargo test --locked -p hark-app --test app --test resident --test first_run --test languages --test sidebar -- --include-ignored
+  TESTS='cargo test --locked -p hark-app --test app --test resident --test first_run --test languages --test sidebar --test portal -- --include-ignored
 cargo test --locked -p hark-e2e --test audio --test hands_free -- --include-ignored'
 else
   echo "== cargo test (virtual display, private Secret Service, virtual speaker and microphone), then the MCP conformance kit's client scenarios"

@@ -228,6 +228,9 @@ pub enum AppEvent {
     /// Conversation mode is now on or off (the window's switch follows it, however it was
     /// turned: the tray, the shortcut, or a start that could not open the microphone).
     HandsFree { on: bool },
+    /// The push-to-talk shortcut as the window should write it now: the keys the desktop
+    /// assigned through its GlobalShortcuts portal (issue 48).
+    Shortcut { label: String },
 }
 
 #[cfg(test)]

@@ -129,6 +129,31 @@ pub(crate) fn start_session(app: &tauri::AppHandle, session: Option<String>) {
     });
 }
 
+/// A global shortcut went down (`pressed`) or up, however the system told Hark (the
+/// plugin's key grab, or the desktop's portal).
+fn on_shortcut(app: &tauri::AppHandle, action: shortcut::Action, pressed: bool) {
+    let state = app.state::<AppState>();
+    match action {
+        shortcut::Action::HandsFree => {
+            if pressed {
+                runtime::spawn_hands_free(app, !state.settings().hands_free);
+            }
+        }
+        shortcut::Action::Mute => {
+            if pressed {
+                if let Err(e) = state.toggle_muted() {
+                    state.problem(e);
+                }
+                tray::show_switches(app);
+            }
+        }
+        shortcut::Action::PushToTalk => {
+            // Not ready yet: key() tells the window why (nothing is dropped silently).
+            let _ = state.key(if pressed { Key::Press } else { Key::Release });
+        }
+    }
+}
+
 /// What a fatal start-up problem means for the window: what, where, what next.
 fn fatal_status(fatal: &Fatal, message: String) -> Status {
     let (kind, path, next) = match fatal {
@@ -189,27 +214,9 @@ pub fn run() {
                 .with_handler(|app, shortcut, event| {
                     use tauri_plugin_global_shortcut::ShortcutState;
                     let pressed = event.state() == ShortcutState::Pressed;
-                    let state = app.state::<AppState>();
-                    match shortcut::which(&state.settings(), shortcut) {
-                        Some(shortcut::Action::HandsFree) => {
-                            if pressed {
-                                runtime::spawn_hands_free(app, !state.settings().hands_free);
-                            }
-                        }
-                        Some(shortcut::Action::Mute) => {
-                            if pressed {
-                                if let Err(e) = state.toggle_muted() {
-                                    state.problem(e);
-                                }
-                                tray::show_switches(app);
-                            }
-                        }
-                        _ => {
-                            // Not ready yet: key() tells the window why (nothing is dropped
-                            // silently).
-                            let _ = state.key(if pressed { Key::Press } else { Key::Release });
-                        }
-                    }
+                    let action = shortcut::which(&app.state::<AppState>().settings(), shortcut)
+                        .unwrap_or(shortcut::Action::PushToTalk);
+                    on_shortcut(app, action, pressed);
                 })
                 .build(),
         )
@@ -285,6 +292,11 @@ pub fn run() {
                 if let Err(e) = shortcut::replace(app.handle(), accelerator, None) {
                     state.problem(e);
                 }
+            }
+            // In a Wayland session the desktop binds them, through its portal (issue 48).
+            #[cfg(target_os = "linux")]
+            if shortcut::portal::wanted() {
+                shortcut::portal::start(app.handle(), on_shortcut);
             }
             overlay::set(app.handle(), settings.overlay);
             let hidden = args.hidden || args.toggle || settings.start_hidden;

@@ -9,6 +9,9 @@ use tauri_plugin_global_shortcut::{GlobalShortcutExt, Shortcut};
 use crate::error::CommandError;
 use crate::settings::AppSettings;
 
+#[cfg(target_os = "linux")]
+pub mod portal;
+
 /// What a global shortcut does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
@@ -144,6 +147,18 @@ pub fn label(accelerator: &str, platform: Platform) -> String {
 /// shortcut the system refuses (taken by another app, not a valid combination) is
 /// refused with the reason, and the previous one stays active.
 pub fn replace(app: &AppHandle, new: &str, old: Option<&str>) -> Result<(), CommandError> {
+    // Through the desktop's portal the desktop binds it (`rebound`, once saved); here it
+    // need only be keys.
+    #[cfg(target_os = "linux")]
+    if portal::wanted() {
+        return new.parse::<Shortcut>().map(|_| ()).map_err(|e| {
+            CommandError::new(
+                ErrorKind::Shortcut,
+                format!("the shortcut {} cannot be used: {e}", label(new, Platform::current())),
+            )
+            .with_next_step("pick another shortcut in Settings, or use the button")
+        });
+    }
     let gs = app.global_shortcut();
     if old == Some(new) && gs.is_registered(new) {
         return Ok(());
@@ -165,6 +180,26 @@ pub fn replace(app: &AppHandle, new: &str, old: Option<&str>) -> Result<(), Comm
         let _ = gs.unregister(o);
     }
     Ok(())
+}
+
+/// The settings' shortcuts were saved as `new` (from `old`): through the desktop's portal,
+/// it binds them again (the plugin's were replaced one by one already).
+pub fn rebound(app: &AppHandle, old: &AppSettings, new: &AppSettings) {
+    #[cfg(target_os = "linux")]
+    {
+        let keys = |s: &AppSettings| {
+            [
+                s.shortcut.clone(),
+                s.hands_free_shortcut.clone(),
+                s.mute_shortcut.clone(),
+            ]
+        };
+        if keys(old) != keys(new) {
+            portal::rebind(app);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (app, old, new);
 }
 
 #[cfg(test)]

@@ -121,6 +121,9 @@ pub struct AppState {
     /// The microphone check of the introduction, while it runs.
     pub mic_check: Mutex<Option<CancellationToken>>,
     pub logs: Logs,
+    /// The push-to-talk keys the desktop assigned through its GlobalShortcuts portal (issue
+    /// 48), as it describes them: the window shows these rather than the setting's.
+    pub assigned_shortcut: Mutex<Option<String>>,
     /// Changes of status go to the tray (and the overlay's visibility) through this.
     on_status: Box<dyn Fn(&Status) + Send + Sync>,
 }
@@ -151,6 +154,7 @@ impl AppState {
             memory_notice: AtomicBool::new(false),
             mic_check: Mutex::new(None),
             logs,
+            assigned_shortcut: Mutex::new(None),
             on_status,
         }
     }

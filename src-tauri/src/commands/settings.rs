@@ -67,6 +67,7 @@ pub async fn save_settings(app: AppHandle, state: State<'_, AppState>, settings:
     crate::shortcut::replace(&app, &settings.mute_shortcut, Some(&old.mute_shortcut))?;
     crate::settings::save(&settings).map_err(|e| CommandError::new(ErrorKind::Settings, e.to_string()))?;
     *lock(&state.settings) = settings.clone();
+    crate::shortcut::rebound(&app, &old, &settings);
     apply(&app, &state, &settings)?;
     let current = state.runtime.lock().await.as_ref().map(|r| r.session_id.clone());
     // The window stays responsive: a first-use download shows its progress meanwhile.
@@ -91,11 +92,13 @@ pub async fn set_shortcut(app: AppHandle, state: State<'_, AppState>, accelerato
         ..state.settings()
     })?;
     crate::shortcut::replace(&app, &accelerator, Some(&old))?;
+    let before = state.settings();
     {
         let mut s = lock(&state.settings);
         s.shortcut = accelerator;
         crate::settings::save(&s).map_err(|e| CommandError::new(ErrorKind::Settings, e.to_string()))?;
     }
+    crate::shortcut::rebound(&app, &before, &state.settings());
     Ok(snapshot(&state).await)
 }
 

@@ -14,7 +14,7 @@ use crate::error::CommandError;
 use crate::events::{Download, Status};
 use crate::settings::{AppSettings, LogLevel, Theme};
 use crate::shortcut::{label, Platform};
-use crate::state::AppState;
+use crate::state::{lock, AppState};
 
 /// Everything a window shows, as it is now.
 #[derive(Debug, Clone, Serialize, specta::Type)]
@@ -55,7 +55,9 @@ pub async fn snapshot(state: &AppState) -> Snapshot {
     Snapshot {
         seq: latest.seq,
         keys: key_statuses(state, &settings),
-        shortcut_label: label(&settings.shortcut, Platform::current()),
+        shortcut_label: lock(&state.assigned_shortcut)
+            .clone()
+            .unwrap_or_else(|| label(&settings.shortcut, Platform::current())),
         onboarding: !settings.onboarded && !matches!(state.status(), Status::Fatal { .. }),
         session_id,
         panel: latest.panel,

@@ -142,6 +142,9 @@ impl Setup {
                 ("LC_ALL".into(), "".into()),
                 ("LC_MESSAGES".into(), "".into()),
                 ("LANG".into(), "C.UTF-8".into()),
+                // The X11 key grab for the shortcuts, even where the tests run in a Wayland
+                // session (tests/portal.rs asks for the desktop's portal).
+                ("HARK_SHORTCUTS".into(), "x11".into()),
             ],
         }
     }
@@ -150,6 +153,25 @@ impl Setup {
         self.env.push((key.into(), value.into()));
         self
     }
+}
+
+/// Whether a hark-app holds its single-instance name on the session bus
+/// (tauri-plugin-single-instance: the identifier and `.SingleInstance`).
+pub fn single_instance_taken() -> bool {
+    Command::new("gdbus")
+        .args([
+            "call",
+            "--session",
+            "-d",
+            "org.freedesktop.DBus",
+            "-o",
+            "/org/freedesktop/DBus",
+            "-m",
+            "org.freedesktop.DBus.NameHasOwner",
+            "app.hark.desktop.SingleInstance",
+        ])
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("true"))
 }
 
 /// The tests share one virtual microphone and speaker: one app at a time.
@@ -175,6 +197,17 @@ pub async fn open_app(setup: &Setup) -> App {
                     .unwrap()
                     .stdout
             )
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Its single-instance name is free too: the bus lets go of it only once it has handled
+    // the exit, and a start before that forwards its arguments to the process that left
+    // and fails ("NoReply: Message recipient disconnected", in the languages test on a
+    // clean-clone run; WebKitWebDriver then waited for the window for ever).
+    while single_instance_taken() {
+        assert!(
+            Instant::now() < deadline,
+            "the single-instance name is still held after the earlier hark-app exited"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -220,18 +253,24 @@ pub async fn open_app(setup: &Setup) -> App {
             "tauri:options".into(),
             json!({ "application": env!("CARGO_BIN_EXE_hark-app") }),
         );
-        match ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
-            .capabilities(caps)
-            .connect(&format!("http://127.0.0.1:{port}"))
-            .await
-        {
-            Ok(c) => break (c, driver),
-            Err(e) if attempt < 3 => {
-                eprintln!("no WebDriver session on try {attempt} ({e}); starting the driver again");
-                drop(driver);
-            }
-            Err(e) => panic!("a WebDriver session with the app, after {attempt} tries: {e}"),
+        // A session comes in seconds; an app that failed to start leaves WebKitWebDriver
+        // waiting for its window for ever, so a minute without one is a failed try (the
+        // app's log says why).
+        let mut builder = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new());
+        builder.capabilities(caps);
+        let url = format!("http://127.0.0.1:{port}");
+        let session = builder.connect(&url);
+        let failure = match tokio::time::timeout(Duration::from_secs(60), session).await {
+            Ok(Ok(c)) => break (c, driver),
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => format!("none within 60 s; the app's log: {}", log_tail(setup, 5)),
+        };
+        if attempt >= 3 {
+            panic!("a WebDriver session with the app, after {attempt} tries: {failure}");
         }
+        eprintln!("no WebDriver session on try {attempt} ({failure}); starting the driver again");
+        drop(driver);
+        stop_test_apps(Duration::from_secs(10));
     };
     let app = App {
         c,

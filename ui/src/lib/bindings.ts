@@ -690,7 +690,12 @@ export type AppEvent =
  * Conversation mode is now on or off (the window's switch follows it, however it was
  * turned: the tray, the shortcut, or a start that could not open the microphone).
  */
-{ type: "hands_free"; on: boolean }
+{ type: "hands_free"; on: boolean } | 
+/**
+ * The push-to-talk shortcut as the window should write it now: the keys the desktop
+ * assigned through its GlobalShortcuts portal (issue 48).
+ */
+{ type: "shortcut"; label: string }
 /**
  * Everything the Settings view edits.
  */

@@ -294,6 +294,9 @@ function onEvent(e: AppEvent): void {
     case "hands_free":
       if (app.snapshot) app.snapshot.settings.hands_free = e.on;
       break;
+    case "shortcut":
+      if (app.snapshot) app.snapshot.shortcut_label = e.label;
+      break;
   }
 }
 

@@ -1,0 +1,242 @@
+//! Issue 48: the global shortcuts through the desktop's GlobalShortcuts portal, as Hark
+//! takes them in a Wayland session. The real xdg-desktop-portal (Debian's) runs on the
+//! test's session bus, with `tests/portal/backend.py` as the desktop's side of it (what
+//! KDE's or GNOME's backend is on a real desktop). The app, told by `HARK_SHORTCUTS=portal`
+//! to use the portal as a Wayland session would, binds its three shortcuts through it; the
+//! desktop's `Activated` and `Deactivated` of push-to-talk, with speech on the virtual
+//! microphone between them, make one spoken turn, answered; the conversation-mode shortcut
+//! turns hands-free on and off; the window writes the keys the desktop assigned.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use hark_e2e::{espeak_wav, whisper_model, FakeLlm};
+use serde_json::json;
+
+/// The test backend's name on the bus (its `.portal` file's `DBusName`).
+const BACKEND: &str = "org.freedesktop.impl.portal.desktop.hark_test";
+/// The portal frontend's name: what apps talk to.
+const FRONTEND: &str = "org.freedesktop.portal.Desktop";
+
+/// `gdbus call` on the session bus: its output, or `None` if the call failed.
+fn gdbus(args: &[&str]) -> Option<String> {
+    let out = Command::new("gdbus")
+        .args(["call", "--session"])
+        .args(args)
+        .output()
+        .expect("gdbus (scripts/test.sh installs libglib2.0-bin)");
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// The process that owns `name` on the session bus, if any.
+fn owner(name: &str) -> Option<u32> {
+    let out = gdbus(&[
+        "-d",
+        "org.freedesktop.DBus",
+        "-o",
+        "/org/freedesktop/DBus",
+        "-m",
+        "org.freedesktop.DBus.GetConnectionUnixProcessID",
+        name,
+    ])?;
+    // "(uint32 1234,)"
+    out.trim_start_matches("(uint32 ").trim_end_matches(",)").parse().ok()
+}
+
+/// Waits until `child` owns `name` (it may replace an earlier owner).
+fn wait_owner(name: &str, child: &mut Child, log: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while owner(name) != Some(child.id()) {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!(
+                "{name}'s process ended ({status}): {}",
+                std::fs::read_to_string(log).unwrap_or_default()
+            );
+        }
+        assert!(Instant::now() < deadline, "{name} was not on the bus within 20 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The desktop: the portal's frontend and the test backend, stopped when dropped.
+struct Desktop {
+    backend: Child,
+    frontend: Child,
+    log: PathBuf,
+}
+
+impl Desktop {
+    fn start(dir: &Path) -> Self {
+        let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/portal");
+        let log = dir.join("portal.log");
+        let file = || {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&log)
+                .unwrap()
+        };
+        // Debian's python3-dbus and python3-gi are the system Python's (a python3 earlier
+        // on PATH may lack them).
+        let mut backend = Command::new("/usr/bin/python3")
+            .arg(here.join("backend.py"))
+            .stdout(file())
+            .stderr(file())
+            .spawn()
+            .expect("/usr/bin/python3 (scripts/test.sh installs python3-dbus and python3-gi)");
+        // The frontend reads its backends once, at its start: the backend is there first.
+        wait_owner(BACKEND, &mut backend, &log);
+        let mut frontend = Command::new("/usr/libexec/xdg-desktop-portal")
+            .args(["--replace", "--verbose"])
+            .env("XDG_DESKTOP_PORTAL_DIR", &here)
+            .env("XDG_CURRENT_DESKTOP", "hark-test")
+            .stdin(Stdio::null())
+            .stdout(file())
+            .stderr(file())
+            .spawn()
+            .expect("xdg-desktop-portal (scripts/test.sh installs it)");
+        wait_owner(FRONTEND, &mut frontend, &log);
+        Desktop { backend, frontend, log }
+    }
+
+    /// The test's hand on a shortcut: `Press` or `Release`. Returns how many sessions the
+    /// desktop told.
+    fn key(&self, method: &str, id: &str) -> u32 {
+        let out = gdbus(&[
+            "-d",
+            BACKEND,
+            "-o",
+            "/org/freedesktop/portal/desktop",
+            "-m",
+            &format!("org.hark.test.Shortcuts.{method}"),
+            id,
+        ])
+        .unwrap_or_else(|| panic!("the test backend's {method}: {}", self.log()));
+        out.trim_start_matches("(uint32 ")
+            .trim_end_matches(",)")
+            .parse()
+            .unwrap()
+    }
+
+    /// What the last session bound: `(id, preferred trigger)` as gdbus prints them.
+    fn bound(&self) -> String {
+        gdbus(&[
+            "-d",
+            BACKEND,
+            "-o",
+            "/org/freedesktop/portal/desktop",
+            "-m",
+            "org.hark.test.Shortcuts.Bound",
+        ])
+        .unwrap_or_default()
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Desktop {
+    fn drop(&mut self) {
+        for c in [&mut self.frontend, &mut self.backend] {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs scripts/test.sh (display, virtual audio, keyring, models, xdg-desktop-portal)"]
+async fn through_the_desktop_s_portal_a_held_shortcut_takes_a_spoken_turn_and_another_toggles_conversation_mode() {
+    require_environment();
+    let _one = ONE_APP.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let desktop = Desktop::start(dir.path());
+    let llm = FakeLlm::openai(None);
+    let mut s = settings(
+        "Ctrl+Alt+Shift+F5",
+        json!({
+            "llm_provider": "openai", "llm_model": "local", "llm_base_url": llm.base_url(),
+            "stt": "whisper", "whisper_model": whisper_model(), "tts": "system",
+            "recall": false, "summarize": false,
+        }),
+    );
+    s["hands_free_shortcut"] = json!("Ctrl+Alt+Shift+F6");
+    s["mute_shortcut"] = json!("Ctrl+Alt+Shift+F7");
+    let setup = Setup::new(dir.path(), "portal", Some(s)).env("HARK_SHORTCUTS", "portal");
+    let u1 = dir.path().join("u1.wav");
+    espeak_wav("My name is Sam.", &u1);
+    let app = open_app(&setup).await;
+    app.phase("ready").await;
+    assert_eq!(app.error_banners().await, "", "no setup problem");
+
+    // Hark bound its three shortcuts, each offered with the setting's keys.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let want = [
+        "('hark-push-to-talk', 'CTRL+ALT+SHIFT+F5')",
+        "('hark-conversation-mode', 'CTRL+ALT+SHIFT+F6')",
+        "('hark-mute', 'CTRL+ALT+SHIFT+F7')",
+    ];
+    loop {
+        let bound = desktop.bound();
+        if want.iter().all(|w| bound.contains(w)) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the shortcuts bound: {bound}; the portal: {}; the app: {}",
+            desktop.log(),
+            log_tail(&setup, 40)
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The window writes the keys the desktop assigned, not the ones asked for.
+    app.wait(
+        "the desktop's keys in the window",
+        "return document.querySelector('#shortcut-hint').innerText",
+        |v| {
+            v.as_str()
+                .is_some_and(|t| t.contains("Test desktop: CTRL+ALT+SHIFT+F5"))
+        },
+    )
+    .await;
+
+    // Held to talk: down, the question, up; answered.
+    assert_eq!(desktop.key("Press", "hark-push-to-talk"), 1, "one session bound it");
+    app.phase("listening").await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    play(&u1).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    desktop.key("Release", "hark-push-to-talk");
+    let h = app
+        .wait("the reply in the panel", HISTORY, |v| in_context(v).len() == 2)
+        .await;
+    let ctx = in_context(&h);
+    assert!(ctx[0].to_lowercase().contains("my name is sam"), "{ctx:?}");
+    assert_eq!(ctx[1], "Nice to meet you, Sam!");
+    app.phase("ready").await;
+
+    // The conversation-mode shortcut turns hands-free on, and off again.
+    desktop.key("Press", "hark-conversation-mode");
+    desktop.key("Release", "hark-conversation-mode");
+    app.phase("hands_free").await;
+    assert_eq!(
+        app.js("return document.querySelector('#hands-free').checked").await,
+        true
+    );
+    desktop.key("Press", "hark-conversation-mode");
+    desktop.key("Release", "hark-conversation-mode");
+    app.phase("ready").await;
+    assert_eq!(
+        app.js("return document.querySelector('#hands-free').checked").await,
+        false
+    );
+    app.close().await;
+    assert_eq!(stored(&setup.db).len(), 2, "one turn");
+}
