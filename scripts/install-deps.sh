@@ -17,7 +17,7 @@ APT_PACKAGES=(
   imagemagick                      # screenshots
   libglib2.0-bin                   # gdbus: the tray menu as the desktop reads it (D-Bus)
   fonts-ipafont-gothic fonts-wqy-microhei  # Japanese and Chinese in the window (its tests and screenshots)
-  xdg-desktop-portal python3-dbus python3-gi  # the desktop's GlobalShortcuts portal and a test backend for it (Wayland)
+  xdg-desktop-portal python3-dbus python3-gi weston  # Wayland: the desktop's GlobalShortcuts portal, a test backend for it, a headless compositor
 )
 command -v npm >/dev/null || APT_PACKAGES+=(nodejs npm)   # building the UI (Node 18+)
 # The tests' MCP servers: the npm reference server (node) and PyPI's mcp-server-time (a venv).

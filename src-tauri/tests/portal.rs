@@ -5,7 +5,9 @@
 //! to use the portal as a Wayland session would, binds its three shortcuts through it; the
 //! desktop's `Activated` and `Deactivated` of push-to-talk, with speech on the virtual
 //! microphone between them, make one spoken turn, answered; the conversation-mode shortcut
-//! turns hands-free on and off; the window writes the keys the desktop assigned.
+//! turns hands-free on and off; the window writes the keys the desktop assigned. Once with
+//! the window on Xvfb, once under a headless Wayland compositor (weston), where the app
+//! takes the portal because the session is Wayland's.
 
 mod common;
 
@@ -151,12 +153,85 @@ impl Drop for Desktop {
     }
 }
 
+/// A headless Wayland compositor (weston's headless backend, drawing with pixman), stopped
+/// when dropped.
+struct Compositor {
+    child: Child,
+    /// Its socket's name under `XDG_RUNTIME_DIR`: what `WAYLAND_DISPLAY` names.
+    socket: String,
+}
+
+impl Compositor {
+    fn start(dir: &Path) -> Self {
+        let runtime = std::env::var("XDG_RUNTIME_DIR").expect("XDG_RUNTIME_DIR (scripts/test.sh sets it)");
+        let socket = format!("wayland-hark-test-{}", std::process::id());
+        let log = dir.join("weston.log");
+        let mut child = Command::new("weston")
+            .args([
+                "--backend=headless-backend.so",
+                &format!("--socket={socket}"),
+                "--width=1280",
+                "--height=800",
+                "--use-pixman",
+                "--no-config",
+                &format!("--log={}", log.display()),
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("weston (scripts/test.sh installs it)");
+        let path = Path::new(&runtime).join(&socket);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !path.exists() {
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!(
+                    "weston ended ({status}): {}",
+                    std::fs::read_to_string(&log).unwrap_or_default()
+                );
+            }
+            assert!(Instant::now() < deadline, "weston's socket did not appear within 20 s");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Compositor { child, socket }
+    }
+}
+
+impl Drop for Compositor {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Where the window is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Screen {
+    /// Xvfb, the portal asked for by `HARK_SHORTCUTS=portal`.
+    X11,
+    /// A Wayland compositor: the window through GTK's Wayland backend, no X display, and
+    /// the portal taken because the session is Wayland's.
+    Wayland,
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs scripts/test.sh (display, virtual audio, keyring, models, xdg-desktop-portal)"]
 async fn through_the_desktop_s_portal_a_held_shortcut_takes_a_spoken_turn_and_another_toggles_conversation_mode() {
+    a_turn_through_the_portal(Screen::X11).await;
+}
+
+/// Issue 48's must-show 2: the same under a headless Wayland compositor (weston).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs scripts/test.sh (display, virtual audio, keyring, models, xdg-desktop-portal, weston)"]
+async fn under_a_wayland_compositor_the_portal_s_shortcuts_take_a_spoken_turn_too() {
+    a_turn_through_the_portal(Screen::Wayland).await;
+}
+
+async fn a_turn_through_the_portal(screen: Screen) {
     require_environment();
     let _one = ONE_APP.lock().await;
     let dir = tempfile::tempdir().unwrap();
+    let compositor = (screen == Screen::Wayland).then(|| Compositor::start(dir.path()));
     let desktop = Desktop::start(dir.path());
     let llm = FakeLlm::openai(None);
     let mut s = settings(
@@ -169,7 +244,16 @@ async fn through_the_desktop_s_portal_a_held_shortcut_takes_a_spoken_turn_and_an
     );
     s["hands_free_shortcut"] = json!("Ctrl+Alt+Shift+F6");
     s["mute_shortcut"] = json!("Ctrl+Alt+Shift+F7");
-    let setup = Setup::new(dir.path(), "portal", Some(s)).env("HARK_SHORTCUTS", "portal");
+    let setup = Setup::new(dir.path(), "portal", Some(s));
+    let setup = match &compositor {
+        None => setup.env("HARK_SHORTCUTS", "portal"),
+        // No choice made: the app tells a Wayland session by itself.
+        Some(c) => setup
+            .env("HARK_SHORTCUTS", "")
+            .env("WAYLAND_DISPLAY", &c.socket)
+            .env("GDK_BACKEND", "wayland")
+            .env("DISPLAY", ""),
+    };
     let u1 = dir.path().join("u1.wav");
     espeak_wav("My name is Sam.", &u1);
     let app = open_app(&setup).await;

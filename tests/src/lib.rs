@@ -378,7 +378,9 @@ fn deltas(text: &str) -> Vec<String> {
     out
 }
 
-pub(crate) async fn read_request(sock: &mut TcpStream) -> Option<Recorded> {
+/// One HTTP/1.1 request read off a loopback connection (head and `content-length` body), or
+/// `None` if the connection ended first.
+pub async fn read_request(sock: &mut TcpStream) -> Option<Recorded> {
     let mut buf = Vec::new();
     let mut tmp = [0u8; 8192];
     let head_end = loop {

@@ -34,8 +34,9 @@ use hark_core::stt::deepgram::{DeepgramConfig, DeepgramStt};
 use hark_core::stt::Transcriber;
 use hark_core::tts::remote::DeepgramTts;
 use hark_core::tts::{AudioChunk, Synthesizer};
+use hark_e2e::{read_request, Recorded};
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
@@ -366,73 +367,17 @@ async fn deepgram_live_takes_the_recorded_result_marked_from_finalize_on_release
 // ---------------------------------------------------------------------------------------
 // Aura-2: a loopback `POST /v1/speak`.
 
-/// One HTTP request as the loopback server read it.
-#[derive(Debug, Default)]
-struct HttpRequest {
-    method: String,
-    path: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl HttpRequest {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-async fn read_request(sock: &mut TcpStream) -> HttpRequest {
-    let mut buf = Vec::new();
-    let mut tmp = [0u8; 8192];
-    let head_end = loop {
-        let n = sock.read(&mut tmp).await.unwrap();
-        assert!(n > 0, "the request ended before its head did");
-        buf.extend_from_slice(&tmp[..n]);
-        if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break p + 4;
-        }
-    };
-    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
-    let mut lines = head.split("\r\n");
-    let mut first = lines.next().unwrap().split(' ');
-    let method = first.next().unwrap_or_default().to_string();
-    let path = first.next().unwrap_or_default().to_string();
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
-        .collect();
-    let len: usize = headers
-        .iter()
-        .find(|(k, _)| k == "content-length")
-        .and_then(|(_, v)| v.parse().ok())
-        .unwrap_or(0);
-    while buf.len() < head_end + len {
-        let n = sock.read(&mut tmp).await.unwrap();
-        assert!(n > 0, "the request ended before its body did");
-        buf.extend_from_slice(&tmp[..n]);
-    }
-    HttpRequest {
-        method,
-        path,
-        headers,
-        body: buf[head_end..head_end + len].to_vec(),
-    }
-}
-
 /// Answers one `POST /v1/speak` with a recorded response: the recorded headers (the SDK reads
 /// each as `X`, `dg-X` or `x-dg-X`; sent here as Deepgram names them, `dg-X`) and the
 /// recorded audio, chunked in odd sizes so samples are cut across reads. A request for
 /// `container=none` gets the recording's samples without the WAV header, and no content
 /// type (the recorded `audio/wav` names the container; no recording holds the raw one's).
-async fn speak_server(wav: Vec<u8>, headers: Value) -> (String, tokio::task::JoinHandle<HttpRequest>) {
+async fn speak_server(wav: Vec<u8>, headers: Value) -> (String, tokio::task::JoinHandle<Recorded>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let handle = tokio::spawn(async move {
         let (mut sock, _) = listener.accept().await.unwrap();
-        let req = read_request(&mut sock).await;
+        let req = read_request(&mut sock).await.expect("the speak request");
         let raw = req.path.contains("container=none");
         let body = if raw { &wav[44..] } else { &wav[..] };
         let mut head = String::from("HTTP/1.1 200 OK\r\n");
@@ -552,7 +497,7 @@ async fn deepgram_aura_plays_the_recorded_audio_at_its_rate() {
             );
         }
         assert_eq!(req.header("authorization"), Some(format!("Token {KEY}").as_str()));
-        let body: Value = serde_json::from_slice(&req.body).unwrap();
+        let body: Value = serde_json::from_slice(&req.raw).unwrap();
         assert_eq!(body, serde_json::json!({ "text": SPOKEN }));
 
         // The audio: streamed in pieces, every one at the recording's rate, every sample.

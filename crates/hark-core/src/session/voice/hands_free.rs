@@ -705,6 +705,18 @@ mod tests {
         (session, seen)
     }
 
+    /// What the record holds as the user's words.
+    fn user_lines(chat: &ChatSession) -> Vec<String> {
+        chat.conversation()
+            .record()
+            .iter()
+            .filter_map(|m| match &m.kind {
+                crate::conversation::MessageKind::User { text } => Some(text.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Issue 49: Hark's own voice in the microphone while it speaks (a cold canceller lets
     /// it through) pauses the reply, and its words, Hark's own, let the reply play on to
     /// the end: nothing is cut, no turn is made of it.
@@ -757,16 +769,7 @@ mod tests {
             .position(|e| matches!(e, VoiceEvent::ReplyInterrupted { .. }))
             .expect("cut");
         assert!(paused < cut);
-        let chat = session.shutdown().await.unwrap();
-        let users: Vec<String> = chat
-            .conversation()
-            .record()
-            .iter()
-            .filter_map(|m| match &m.kind {
-                crate::conversation::MessageKind::User { text } => Some(text.clone()),
-                _ => None,
-            })
-            .collect();
+        let users = user_lines(&session.shutdown().await.unwrap());
         assert_eq!(users, ["tell me a story", "Stop."]);
     }
 
@@ -833,16 +836,7 @@ mod tests {
             "the reply played on under the voice: {seen:?}"
         );
         assert!(ended < cut, "{seen:?}");
-        let chat = session.shutdown().await.unwrap();
-        let users: Vec<String> = chat
-            .conversation()
-            .record()
-            .iter()
-            .filter_map(|m| match &m.kind {
-                crate::conversation::MessageKind::User { text } => Some(text.clone()),
-                _ => None,
-            })
-            .collect();
+        let users = user_lines(&session.shutdown().await.unwrap());
         assert_eq!(users, ["tell me a story", "Excuse me, tell me what my name is."]);
     }
 }
