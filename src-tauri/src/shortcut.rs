@@ -1,6 +1,7 @@
 //! The global shortcuts: push-to-talk, conversation mode and its mute. Registered with the
 //! system (tauri-plugin-global-shortcut, handled in Rust), replaced only when the new one
-//! registers, told apart when pressed, and shown per platform.
+//! registers, told apart when pressed, and shown per platform. In a Wayland session the
+//! desktop binds them instead, through its GlobalShortcuts portal (`portal`).
 
 use hark_core::error::ErrorKind;
 use tauri::AppHandle;
