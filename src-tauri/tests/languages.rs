@@ -126,20 +126,7 @@ async fn size(app: &App) {
 /// object on the session bus (libayatana-appindicator's export, under
 /// /org/ayatana/NotificationItem/ID/Menu), found among the app's own connections.
 fn tray_labels() -> Vec<String> {
-    let gdbus = |args: &[&str]| {
-        // UTF-8 out whatever the test's locale (the labels are German and Japanese).
-        let out = Command::new("gdbus")
-            .args(args)
-            .env("LC_ALL", "C.UTF-8")
-            .output()
-            .expect("gdbus (libglib2.0-bin)");
-        String::from_utf8_lossy(&out.stdout).to_string()
-    };
-    let bus = |args: &[&str]| {
-        let mut all = vec!["call", "--session", "--timeout", "5"];
-        all.extend_from_slice(args);
-        gdbus(&all)
-    };
+    let bus = |args: &[&str]| bus_call(args).unwrap_or_default();
     let pid = String::from_utf8_lossy(&Command::new("pgrep").args(["-x", "hark-app"]).output().unwrap().stdout)
         .lines()
         .next()

@@ -24,21 +24,9 @@ const BACKEND: &str = "org.freedesktop.impl.portal.desktop.hark_test";
 /// The portal frontend's name: what apps talk to.
 const FRONTEND: &str = "org.freedesktop.portal.Desktop";
 
-/// `gdbus call` on the session bus: its output, or `None` if the call failed.
-fn gdbus(args: &[&str]) -> Option<String> {
-    let out = Command::new("gdbus")
-        .args(["call", "--session"])
-        .args(args)
-        .output()
-        .expect("gdbus (scripts/test.sh installs libglib2.0-bin)");
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
-
 /// The process that owns `name` on the session bus, if any.
 fn owner(name: &str) -> Option<u32> {
-    let out = gdbus(&[
+    let out = bus_call(&[
         "-d",
         "org.freedesktop.DBus",
         "-o",
@@ -110,7 +98,7 @@ impl Desktop {
     /// The test's hand on a shortcut: `Press` or `Release`. Returns how many sessions the
     /// desktop told.
     fn key(&self, method: &str, id: &str) -> u32 {
-        let out = gdbus(&[
+        let out = bus_call(&[
             "-d",
             BACKEND,
             "-o",
@@ -128,7 +116,7 @@ impl Desktop {
 
     /// What the last session bound: `(id, preferred trigger)` as gdbus prints them.
     fn bound(&self) -> String {
-        gdbus(&[
+        bus_call(&[
             "-d",
             BACKEND,
             "-o",

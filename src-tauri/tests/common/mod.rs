@@ -155,23 +155,33 @@ impl Setup {
     }
 }
 
+/// `gdbus call --session ARGS` (5 s at most, UTF-8 whatever the test's locale): what it
+/// printed, trimmed, or `None` if the call failed.
+pub fn bus_call(args: &[&str]) -> Option<String> {
+    let out = Command::new("gdbus")
+        .args(["call", "--session", "--timeout", "5"])
+        .args(args)
+        .env("LC_ALL", "C.UTF-8")
+        .output()
+        .expect("gdbus (scripts/test.sh installs libglib2.0-bin)");
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
 /// Whether a hark-app holds its single-instance name on the session bus
 /// (tauri-plugin-single-instance: the identifier and `.SingleInstance`).
 pub fn single_instance_taken() -> bool {
-    Command::new("gdbus")
-        .args([
-            "call",
-            "--session",
-            "-d",
-            "org.freedesktop.DBus",
-            "-o",
-            "/org/freedesktop/DBus",
-            "-m",
-            "org.freedesktop.DBus.NameHasOwner",
-            "app.hark.desktop.SingleInstance",
-        ])
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("true"))
+    bus_call(&[
+        "-d",
+        "org.freedesktop.DBus",
+        "-o",
+        "/org/freedesktop/DBus",
+        "-m",
+        "org.freedesktop.DBus.NameHasOwner",
+        "app.hark.desktop.SingleInstance",
+    ])
+    .is_some_and(|o| o.contains("true"))
 }
 
 /// The tests share one virtual microphone and speaker: one app at a time.
