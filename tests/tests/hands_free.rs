@@ -358,9 +358,12 @@ async fn half_duplex_hands_free_answers_the_room_and_not_its_own_reply() {
 /// not converged (AEC3 let 30 ms of it through) and cut it. Here a stretch of Hark's own
 /// voice reaches the microphone that the canceller cannot take out, as a cold one lets it
 /// through: the first words of the reply, in the same voice, played into the room as the
-/// reply starts (the canceller's reference does not hold them). The detector hears it and
-/// pauses the reply, whisper's words of it are Hark's own, and the reply plays on to its
-/// end, uncut, with no turn made of it.
+/// reply starts (the canceller's reference does not hold them), and, as Hark's own voice
+/// does, it stops when the reply pauses. (Until 2026-12-08 it played on to its end with
+/// the reply paused: a voice no reply makes, and whisper read it once in three under load
+/// as "That wasn't a fault.", someone else's words.) The detector hears it and pauses the
+/// reply, the voice ended within Hark's echo and its words are no word that stops a
+/// speaker, and the reply plays on to its end, uncut, with no turn made of it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs virtual audio devices, Silero VAD and the whisper model (scripts/test.sh)"]
 async fn hark_s_own_voice_let_through_a_cold_canceller_does_not_interrupt_its_reply() {
@@ -377,7 +380,19 @@ async fn hark_s_own_voice_let_through_a_cold_canceller_does_not_interrupt_its_re
     play_in_background(&question);
     let mut seen = Vec::new();
     wait_for(&mut rx, &mut seen, "speaking", |e| *e == VoiceEvent::SpeakingStarted).await;
-    play_in_background(&leak);
+    let mut leaking = Command::new("paplay")
+        .args(["--device=spk", "--latency-msec=20"])
+        .arg(&leak)
+        .spawn()
+        .unwrap();
+    // The premise: Hark's voice reached the detector, and the reply paused for it; so does
+    // the voice let through.
+    wait_for(&mut rx, &mut seen, "the reply paused for the voice", |e| {
+        *e == VoiceEvent::ReplyPaused
+    })
+    .await;
+    let _ = leaking.kill();
+    let _ = leaking.wait();
     let VoiceEvent::TurnFinished { reply, .. } = wait_for(&mut rx, &mut seen, "the reply played whole", |e| {
         matches!(e, VoiceEvent::TurnFinished { .. } | VoiceEvent::ReplyInterrupted { .. })
     })
@@ -386,11 +401,6 @@ async fn hark_s_own_voice_let_through_a_cold_canceller_does_not_interrupt_its_re
         panic!("Hark cut its own reply: {seen:?}")
     };
     assert!(reply.starts_with("Once upon a time"), "{reply}");
-    // The premise: Hark's voice reached the detector, and the reply paused for it.
-    assert!(
-        seen.contains(&VoiceEvent::ReplyPaused),
-        "the detector never heard it: {seen:?}"
-    );
     assert!(seen.contains(&VoiceEvent::ReplyResumed { speaking: true }), "{seen:?}");
     wait_for(&mut rx, &mut seen, "idle", |e| *e == VoiceEvent::Idle).await;
     let stray = next_within(&mut rx, Duration::from_secs(2)).await;

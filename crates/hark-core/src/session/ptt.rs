@@ -42,6 +42,14 @@ pub enum Key {
     /// it (a [`Key::Release`] ends it). Unlike a hand on the key, such a voice may be Hark's
     /// own: it pauses the reply, and the words decide ([`Action::PauseAndListen`]).
     Voice,
+    /// Hands-free: the voice the detector holds the key for ended, as a [`Key::Release`].
+    /// `past_echo`: it went on past where Hark's own voice could still be in the
+    /// microphone (the reply was paused for it, or had ended, and its echo had died away),
+    /// so it cannot all be Hark's; otherwise it may be, and only a word that stops a
+    /// speaker makes it a barge-in (`session::voice::overheard`).
+    VoiceEnded {
+        past_echo: bool,
+    },
 }
 
 /// What to do.
@@ -92,8 +100,8 @@ pub fn decide(mode: PttMode, phase: Phase, key: &mut KeyState, event: Key) -> Ac
                 (PttMode::Hold, Phase::Listening) => Action::Nothing,
             }
         }
-        Key::Release if !key.down => Action::Nothing, // a release we never saw pressed
-        Key::Release => {
+        Key::Release | Key::VoiceEnded { .. } if !key.down => Action::Nothing, // a release we never saw pressed
+        Key::Release | Key::VoiceEnded { .. } => {
             key.down = false;
             match (mode, phase) {
                 (PttMode::Hold, Phase::Listening) => Action::StopListening,
@@ -216,6 +224,20 @@ mod tests {
             decide(PttMode::Hold, Phase::Listening, &mut k, Key::Release),
             Action::StopListening
         );
+        // The detector's end of the voice is a release, wherever the voice went on to.
+        for past_echo in [false, true] {
+            let mut k = KeyState::default();
+            decide(PttMode::Hold, Phase::Speaking, &mut k, Key::Voice);
+            assert_eq!(
+                decide(PttMode::Hold, Phase::Listening, &mut k, Key::VoiceEnded { past_echo }),
+                Action::StopListening
+            );
+            assert_eq!(
+                decide(PttMode::Hold, Phase::Listening, &mut k, Key::VoiceEnded { past_echo }),
+                Action::Nothing,
+                "a second end is a stray release"
+            );
+        }
     }
 
     #[test]

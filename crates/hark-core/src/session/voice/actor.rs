@@ -339,6 +339,9 @@ async fn actor(
                             continue;
                         }
                         let overheard = l.overheard;
+                        // A hand on the key is someone's; the detector says whether the
+                        // voice it heard went on past Hark's own.
+                        let past_echo = !matches!(k, Key::VoiceEnded { past_echo: false });
                         let Some(mut captured) = captured(l.pump.await, &events, turn.is_none() && !overheard) else {
                             if overheard {
                                 play_on(&voice, &events, turn.is_some());
@@ -348,7 +351,7 @@ async fn actor(
                         if overheard {
                             // The words decide (issue 49). The actor waits for them as it
                             // waits for the capture: commands queue meanwhile.
-                            let words = match someone_else_s_words(&voice, &mut captured, &events).await {
+                            let words = match someone_else_s_words(&voice, &mut captured, past_echo, &events).await {
                                 Ok(words) => words,
                                 Err(whose) => {
                                     // Hark heard itself: its canceller lets its voice through
@@ -464,9 +467,12 @@ async fn actor(
 /// The words of a voice that may be Hark's own (issue 49): `Ok` with them when they are
 /// someone else's (a barge-in, or a turn); otherwise whose they were (a `NoTurn` event says
 /// so), or `Listener` when no transcript could be had (a `Failed` event says why).
+/// `past_echo`: the voice went on past where Hark's own could still be heard
+/// ([`Key::VoiceEnded`]).
 async fn someone_else_s_words(
     voice: &Voice,
     captured: &mut Captured,
+    past_echo: bool,
     events: &mpsc::UnboundedSender<VoiceEvent>,
 ) -> Result<String, overheard::Voice> {
     let words = match captured.1.take() {
@@ -479,10 +485,11 @@ async fn someone_else_s_words(
             }
         },
     };
-    let whose = overheard::whose(&words, &voice.out.tracker().reply_text());
+    let whose = overheard::whose(&words, &voice.out.tracker().reply_text(), past_echo);
     // Counts only: the log is no transcript.
     tracing::debug!(
         words = words.split_whitespace().count(),
+        past_echo,
         ?whose,
         "a voice that may be Hark's own"
     );

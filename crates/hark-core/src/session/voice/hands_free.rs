@@ -10,7 +10,10 @@
 //! it, and the detector listens all the time. Speech heard while Hark thinks or speaks (or
 //! while its voice may still be in the microphone, [`EchoWindow`]) is a press too
 //! ([`Key::Voice`]), which pauses the reply while the utterance is captured;
-//! its words decide (`overheard`, issue 49). Someone else's words are a barge-in: the
+//! its words decide (`overheard`, issue 49), and where it ended: Hark's voice stops with
+//! the pause, so a voice that goes on past the echo's end ([`Key::VoiceEnded`]) is not
+//! Hark's alone, and one that ended within it is a barge-in only by a word that stops a
+//! speaker ("stop", "wait"). Someone else's words are a barge-in: the
 //! model and the voice are cancelled, what was heard is kept (rule 9), and the utterance is
 //! answered. Hark's own words (its voice, let through by a canceller that has not
 //! converged), a backchannel or no words: the reply plays on from where it paused.
@@ -57,6 +60,13 @@ use crate::session::{ChatSession, TurnError};
 
 /// Audio kept from before the detector's start of speech (at least 300 ms: issue 23).
 pub const PREROLL_MS: u64 = 300;
+
+/// How far past the end of Hark's echo ([`EchoWindow::until`]) a voice over the reply must
+/// go on to count as past it ([`Key::VoiceEnded`]): a margin for a busy machine, whose
+/// capture can fall behind the speaker. The canceller takes the reference as it cleans
+/// each frame, so a capture that lags dates Hark's last sound early. A margin too small
+/// only lets the old rule judge the words (as before issue 49's second fix), no worse.
+const PAST_ECHO_MARGIN_MS: u64 = 200;
 
 /// How hands-free listening decides.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -325,7 +335,8 @@ impl Controller {
             if muted && self.state == State::Capturing {
                 // The utterance ends where the mute came.
                 let _ = events.send(VoiceEvent::SpeechEnded);
-                if self.handle.key(Key::Release).is_err() {
+                let past_echo = self.past_echo(self.detector.position());
+                if self.handle.key(Key::VoiceEnded { past_echo }).is_err() {
                     return;
                 }
                 self.state = State::Busy;
@@ -403,9 +414,10 @@ impl Controller {
                     self.state = State::Capturing;
                     let _ = events.send(VoiceEvent::SpeechStarted);
                 }
-                (State::Capturing, Edge::Ended { .. }) => {
+                (State::Capturing, Edge::Ended { at }) => {
                     let _ = events.send(VoiceEvent::SpeechEnded);
-                    if self.handle.key(Key::Release).is_err() {
+                    let past_echo = self.past_echo(at);
+                    if self.handle.key(Key::VoiceEnded { past_echo }).is_err() {
                         return;
                     }
                     self.state = State::Busy;
@@ -413,6 +425,23 @@ impl Controller {
                 _ => {}
             }
         }
+    }
+
+    /// Whether a voice that ended at `end` went on past where Hark's own voice may still be
+    /// in the microphone: the echo window's end and [`PAST_ECHO_MARGIN_MS`]. Half duplex
+    /// (no window), the detector never hears Hark: every voice is past it. Issue 49: a
+    /// voice that ended within it may be Hark's alone (`overheard`).
+    fn past_echo(&self, end: u64) -> bool {
+        let Some(window) = &self.echo_window else { return true };
+        let until = window.until();
+        let past = end > until + samples(PAST_ECHO_MARGIN_MS);
+        tracing::debug!(
+            end_ms = end * 1000 / u64::from(STT_RATE),
+            echo_until_ms = until * 1000 / u64::from(STT_RATE),
+            past,
+            "a voice ended"
+        );
+        past
     }
 
     /// Asks the end-of-turn model whether the utterance so far is a finished turn. A model
@@ -514,15 +543,63 @@ mod tests {
         duplex: bool,
     }
 
-    /// An output on the clock that gives echo cancellation a reference no device feeds: the
-    /// canceller has nothing to cancel and lets everything through, as a cold one at its
-    /// worst does, and the session is full duplex.
-    struct Uncancelled {
-        clock: ClockOut,
+    /// An output on the clock that gives echo cancellation a reference, full duplex. Fed
+    /// nothing ([`Echoed::unfed`]): the canceller has nothing to cancel and lets everything
+    /// through, as a cold one at its worst does, and Hark's echo never reaches past
+    /// anything. Fed as it plays ([`Echoed::sounding`]), as a device's tap does: a 2 kHz tone
+    /// while the reply sounds (neither paused nor done), silence otherwise, 10 ms at a
+    /// time. The microphone does not hear it: what of Hark's voice gets through is scripted
+    /// into the microphone's timeline.
+    struct Echoed {
+        clock: Arc<ClockOut>,
         reference: Arc<EchoReference>,
+        alive: Arc<AtomicBool>,
     }
 
-    impl AudioOut for Uncancelled {
+    impl Echoed {
+        fn unfed() -> Self {
+            Self {
+                clock: Arc::new(ClockOut::new()),
+                reference: EchoReference::new(),
+                alive: Arc::new(AtomicBool::new(false)),
+            }
+        }
+
+        fn sounding() -> Self {
+            let out = Self::unfed();
+            out.alive.store(true, Ordering::Relaxed);
+            let (c, r, a) = (out.clock.clone(), out.reference.clone(), out.alive.clone());
+            std::thread::spawn(move || {
+                let mut tap = r.tap(STT_RATE, 1);
+                let mut n = 0usize;
+                while a.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(10));
+                    let sounding = !c.is_idle() && !c.tracker().is_held();
+                    let block: Vec<f32> = (0..STT_RATE as usize / 100)
+                        .map(|_| {
+                            n += 1;
+                            let phase = n as f32 * std::f32::consts::TAU * 2_000.0 / STT_RATE as f32;
+                            if sounding {
+                                0.1 * phase.sin()
+                            } else {
+                                0.0
+                            }
+                        })
+                        .collect();
+                    tap.push(&block);
+                }
+            });
+            out
+        }
+    }
+
+    impl Drop for Echoed {
+        fn drop(&mut self) {
+            self.alive.store(false, Ordering::Relaxed);
+        }
+    }
+
+    impl AudioOut for Echoed {
         fn tracker(&self) -> &crate::audio::playback::Tracker {
             self.clock.tracker()
         }
@@ -669,10 +746,7 @@ mod tests {
             transcripts: vec!["tell me a story".into(), overheard.into()],
             reply:
                 "Once upon a time there was a fox who lived in a deep green wood. Every morning it walked to the river.",
-            out: Arc::new(Uncancelled {
-                clock: ClockOut::new(),
-                reference: EchoReference::new(),
-            }),
+            out: Arc::new(Echoed::unfed()),
             duplex: true,
         }
     }
@@ -691,6 +765,25 @@ mod tests {
                 _ => panic!("no end of the turn: {seen:?}"),
             }
         }
+    }
+
+    /// Every event (but the level's and the panel's) until the words over the reply are
+    /// answered (the scripted model's second reply, "Okay."), or a failure, naming `what`,
+    /// after 30 s.
+    async fn until_answered(rx: &mut mpsc::UnboundedReceiver<VoiceEvent>, what: &str) -> Vec<VoiceEvent> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        let mut seen = Vec::new();
+        while !seen
+            .iter()
+            .any(|e| matches!(e, VoiceEvent::TurnFinished { reply, .. } if reply == "Okay."))
+        {
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(Some(VoiceEvent::Level { .. } | VoiceEvent::ContextChanged { .. })) => {}
+                Ok(Some(e)) => seen.push(e),
+                _ => panic!("{what} was not answered: {seen:?}"),
+            }
+        }
+        seen
     }
 
     /// The room of [`room_hearing_its_reply`] with the transcriber hearing `overheard`: the
@@ -742,6 +835,50 @@ mod tests {
             crate::conversation::MessageKind::Assistant(a) => assert!(!a.interrupted, "{a:?}"),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// Issue 49: whisper read "…there was a fox", Hark's own voice let through a cold
+    /// canceller, as "That wasn't a fault.": no words of the reply's. The voice ended while
+    /// Hark's echo could still be in the microphone (the reply paused for it, 400 ms in),
+    /// so it may have been Hark's alone, and with no word that stops a speaker it does not
+    /// cut the reply. The same words going on past the echo (1.5 s) do.
+    #[tokio::test]
+    async fn hark_s_voice_misread_within_its_echo_does_not_interrupt_it_and_past_it_the_words_decide() {
+        let room = |leak_ms: u32| {
+            let mut audio = speech_samples(1_000);
+            audio.extend(vec![0.0; STT_RATE as usize * 6 / 10]);
+            audio.extend(speech_samples(leak_ms));
+            audio.extend(vec![0.0; STT_RATE as usize * 4]);
+            Room {
+                mic: audio,
+                transcripts: vec!["tell me a story".into(), "That wasn't a fault.".into()],
+                reply: "Once upon a time there was a fox who lived in a deep green wood. Every morning it walked to \
+                        the river.",
+                out: Arc::new(Echoed::sounding()),
+                duplex: true,
+            }
+        };
+        let (session, mut rx, _, _) = session_in(room(400), Some(0.9));
+        let seen = until_idle(&mut rx).await;
+        assert!(
+            seen.contains(&VoiceEvent::ReplyPaused),
+            "the voice paused the reply: {seen:?}"
+        );
+        assert!(
+            !seen.iter().any(|e| matches!(e, VoiceEvent::ReplyInterrupted { .. })),
+            "Hark cut its reply for its own voice: {seen:?}"
+        );
+        assert!(seen.contains(&VoiceEvent::ReplyResumed { speaking: true }), "{seen:?}");
+        assert_eq!(user_lines(&session.shutdown().await.unwrap()), ["tell me a story"]);
+
+        let (session, mut rx, _, _) = session_in(room(1_500), Some(0.9));
+        let seen = until_answered(&mut rx, "the voice past the echo").await;
+        assert!(
+            seen.iter().any(|e| matches!(e, VoiceEvent::ReplyInterrupted { .. })),
+            "{seen:?}"
+        );
+        let users = user_lines(&session.shutdown().await.unwrap());
+        assert_eq!(users, ["tell me a story", "That wasn't a fault."]);
     }
 
     /// A backchannel over the reply does not cut it either; someone else's words do, at
@@ -796,25 +933,11 @@ mod tests {
             reply: "Once upon a time there was a fox who lived in a deep green wood. Every morning it walked to the \
                     river. It watched the fish and the birds for hours. Then it went home and slept until the moon \
                     came up. The next day it did it all again, and the day after that, for as long as it lived.",
-            out: Arc::new(Uncancelled {
-                clock: ClockOut::new(),
-                reference: EchoReference::new(),
-            }),
+            out: Arc::new(Echoed::unfed()),
             duplex: true,
         };
         let (session, mut rx, _, _) = session_in(room, Some(0.9));
-        let mut seen = Vec::new();
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        while !seen
-            .iter()
-            .any(|e| matches!(e, VoiceEvent::TurnFinished { reply, .. } if reply == "Okay."))
-        {
-            match tokio::time::timeout_at(deadline, rx.recv()).await {
-                Ok(Some(VoiceEvent::Level { .. } | VoiceEvent::ContextChanged { .. })) => {}
-                Ok(Some(e)) => seen.push(e),
-                _ => panic!("the words over the reply were not answered: {seen:?}"),
-            }
-        }
+        let seen = until_answered(&mut rx, "the words over the reply").await;
         // The first voice over the reply, Hark's own: it paused the reply, which played on.
         let overheard = seen
             .iter()

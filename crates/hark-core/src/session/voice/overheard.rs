@@ -22,6 +22,18 @@
 //!   person who interrupts says more, or one of those words (LiveKit's agents ask a
 //!   minimum of words of an interruption for the same reason).
 //!
+//! Those rules hold for a voice that went on past Hark's own (`past_echo`: the reply paused
+//! for it, or ended, and its echo had died away before the voice did): some of it at least
+//! was not Hark's. A voice that ended while Hark's voice could still be in the microphone
+//! may be Hark's alone, and a recogniser can read a fragment of Hark's voice as words Hark
+//! never said: whisper read "…there was a fox", let through a cold canceller, as "That
+//! wasn't a fault." (a run of the room test, issue 49), three words that are no near miss
+//! of Hark's. Letters cannot catch that, so such a voice is a barge-in only by a word that
+//! stops a speaker; everything else said in it is taken for Hark's. Someone who interrupts
+//! either says such a word or goes on past the pause, and what goes on past it is heard
+//! with Hark silent. The cost: a few words said over the reply that end before its echo
+//! does ("Tell me more") do not interrupt it.
+//!
 //! A word counts as Hark's when it is one of Hark's words or a near miss of one (one letter
 //! off for a word of four letters or more, two for eight or more: a recogniser hearing a
 //! voice through a canceller mishears). Words are compared as the word-error measure
@@ -66,11 +78,12 @@ pub enum Voice {
 }
 
 /// Whose voice `heard` (the recogniser's words of speech heard over the reply) was, with
-/// `hark_says` the words of the reply. Someone else's: two words or more that are neither
-/// Hark's nor backchannels, and at least as many as Hark's among them (a long stretch of
-/// Hark's voice read back with a few words wrong is still Hark's), or one word that stops
-/// a speaker.
-pub fn whose(heard: &str, hark_says: &str) -> Voice {
+/// `hark_says` the words of the reply, and `past_echo` whether the voice went on past where
+/// Hark's own voice could still be in the microphone. Someone else's: one word that stops
+/// a speaker, or, past the echo, two words or more that are neither Hark's nor
+/// backchannels, and at least as many as Hark's among them (a long stretch of Hark's voice
+/// read back with a few words wrong is still Hark's).
+pub fn whose(heard: &str, hark_says: &str, past_echo: bool) -> Voice {
     let hark = tokens(hark_says);
     let heard = tokens(heard);
     let backchannel = |w: &String| BACKCHANNELS.contains(&w.as_str());
@@ -78,7 +91,8 @@ pub fn whose(heard: &str, hark_says: &str) -> Voice {
         .iter()
         .filter(|w| !backchannel(w))
         .partition(|w| hark.iter().any(|h| near(w, h)));
-    if (others.len() >= 2 && others.len() >= harks.len()) || others.iter().any(|w| STOPPING.contains(&w.as_str())) {
+    let stops = others.iter().any(|w| STOPPING.contains(&w.as_str()));
+    if stops || (past_echo && others.len() >= 2 && others.len() >= harks.len()) {
         Voice::Someone
     } else if !heard.is_empty() && heard.iter().all(backchannel) {
         Voice::Listener
@@ -87,9 +101,10 @@ pub fn whose(heard: &str, hark_says: &str) -> Voice {
     }
 }
 
-/// Whether `heard` is a barge-in ([`whose`] is [`Voice::Someone`]).
+/// Whether `heard`, a voice that went on past Hark's echo, is a barge-in ([`whose`] is
+/// [`Voice::Someone`]).
 pub fn is_barge_in(heard: &str, hark_says: &str) -> bool {
-    whose(heard, hark_says) == Voice::Someone
+    whose(heard, hark_says, true) == Voice::Someone
 }
 
 /// A text's words as compared, with each character of a word in a script written without
@@ -221,16 +236,43 @@ mod tests {
     #[test]
     fn a_long_reading_of_hark_s_voice_with_a_few_words_wrong_is_still_hark_s() {
         let reading = "There once was a fox who lived in the deep green woods every morning it walks to a river";
-        assert_eq!(whose(reading, REPLY), Voice::Hark);
-        assert_eq!(whose("", REPLY), Voice::Hark);
-        assert_eq!(whose("Yeah, okay.", REPLY), Voice::Listener);
+        assert_eq!(whose(reading, REPLY, true), Voice::Hark);
+        assert_eq!(whose("", REPLY, true), Voice::Hark);
+        assert_eq!(whose("Yeah, okay.", REPLY, true), Voice::Listener);
         assert_eq!(
             whose(
                 "a deep green wood can you tell me how far the river is from the town",
-                REPLY
+                REPLY,
+                true
             ),
             Voice::Someone
         );
+    }
+
+    /// Issue 49: a voice that ended while Hark's own could still be in the microphone may
+    /// be Hark's alone, whatever the recogniser made of it; only a word that stops a speaker
+    /// makes it a barge-in.
+    #[test]
+    fn within_hark_s_echo_only_a_word_that_stops_a_speaker_is_a_barge_in() {
+        // Whisper's words of "…there was a fox" let through a cold canceller (a room test's
+        // debug log): no near miss of the reply's, and someone else's past the echo.
+        let misread = "That wasn't a fault.";
+        assert_eq!(whose(misread, REPLY, false), Voice::Hark);
+        assert_eq!(whose(misread, REPLY, true), Voice::Someone);
+        assert_eq!(whose("Tell me more", REPLY, false), Voice::Hark);
+        assert_eq!(whose("Mm-hmm.", REPLY, false), Voice::Listener);
+        assert_eq!(whose("", REPLY, false), Voice::Hark);
+        for heard in [
+            "Stop.",
+            "Wait, wait.",
+            "Excuse me, Hark",
+            "What?",
+            "No no no",
+            "Arrête.",
+            "停",
+        ] {
+            assert_eq!(whose(heard, REPLY, false), Voice::Someone, "{heard}");
+        }
     }
 
     #[test]
