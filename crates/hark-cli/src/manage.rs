@@ -85,14 +85,30 @@ pub fn export(db: &Path, id: &str, format: ExportFormat, out: Option<&Path>) -> 
 
 pub fn import(db: &Path, file: &Path) -> Result<ExitCode> {
     let text = import::read_file(file).with_context(|| format!("cannot read {}", file.display()))?;
-    let (format, session) = import::parse(&text).with_context(|| format!("cannot import {}", file.display()))?;
-    open(db)?.insert_session(&session)?;
-    println!(
-        "imported {} messages ({:?} format) as session {}",
-        session.messages.len(),
-        format,
-        session.meta.id
-    );
+    let imported = import::parse_file(&text).with_context(|| format!("cannot import {}", file.display()))?;
+    open(db)?.insert_sessions(&imported.sessions)?;
+    let mut out = std::io::stdout().lock();
+    match imported.sessions.as_slice() {
+        [session] => writeln!(
+            out,
+            "imported {} messages ({:?} format) as session {}",
+            session.messages.len(),
+            imported.format,
+            session.meta.id
+        )?,
+        sessions => {
+            writeln!(
+                out,
+                "imported {} conversations, {} messages ({:?} format), as sessions:",
+                sessions.len(),
+                imported.messages(),
+                imported.format
+            )?;
+            for s in sessions {
+                writeln!(out, "{}", s.meta.id)?;
+            }
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 

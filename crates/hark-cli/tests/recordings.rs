@@ -9,7 +9,8 @@
 //! unknown block passed over without losing the rest; of several choices, the first.
 //! The long texts expected (`recorded-text/`) were assembled from the recordings by a
 //! separate reader (Python's json, each chunk's `delta.content` of choice 0 or each
-//! `text_delta`), not by Hark's client.
+//! `text_delta`), not by Hark's client. The real conversation files (the SDKs' recorded
+//! transcripts and sessions, OpenAI's cookbook JSON Lines) go through `hark import`.
 
 mod common;
 
@@ -469,7 +470,7 @@ fn the_recordings_are_the_vendors_files_unchanged() {
         assert_eq!(got, sha, "{file} differs from the vendor's file");
         listed += 1;
     }
-    assert_eq!(listed, 56, "every recording is listed");
+    assert_eq!(listed, 63, "every recording is listed");
 }
 
 /// The export (`hark export`) of the one conversation in `db`.
@@ -617,4 +618,110 @@ fn deepgram_s_recorded_agent_histories_import() {
     }
     assert_eq!(files.len(), 6);
     println!("{messages_imported} messages imported from {} sessions", files.len());
+}
+
+/// Real files import (issue 46): every JSON Lines file in OpenAI's cookbook. The two chat
+/// fine-tuning files import as a conversation for each line, every message kept (the drone
+/// file's calls, which have no results in it, each paired with a result that says none was
+/// recorded, so the history stays whole: rule 10); the datasets of other kinds are refused
+/// with the line and what it holds, and nothing is written. Before, each was refused for
+/// "trailing characters at line 2", the conversations with it.
+#[test]
+fn the_cookbook_s_json_lines_files_import_a_conversation_a_line_or_are_refused() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/recorded/openai-cookbook");
+    let tmp = tempfile::tempdir().unwrap();
+    let import = |file: &str| {
+        let db = tmp.path().join(format!("{file}.db"));
+        let o = common::hark(&db).arg("import").arg(dir.join(file)).output().unwrap();
+        let said = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+        (db, o.status.success(), said)
+    };
+    let sessions = |db: &Path| -> Vec<Value> {
+        let o = common::hark(db).args(["sessions", "--json"]).output().unwrap();
+        serde_json::from_slice::<Value>(&o.stdout)
+            .ok()
+            .and_then(|v| v.as_array().cloned())
+            .unwrap_or_default()
+    };
+    // The messages counted by a separate reader (Python's json): every one but the system
+    // prompt's, and a result for each call.
+    for (file, conversations, messages) in [
+        ("toy_chat_fine_tuning.jsonl", 5, 15),
+        ("drone_training.jsonl", 103, 309),
+    ] {
+        let (db, ok, said) = import(file);
+        assert!(ok, "{file}: {said}");
+        assert!(
+            said.contains(&format!(
+                "imported {conversations} conversations, {messages} messages (ChatLines format)"
+            )),
+            "{file}: {said}"
+        );
+        assert_eq!(sessions(&db).len(), conversations, "{file}");
+        println!("{file}: {conversations} conversations, {messages} messages");
+    }
+    // One drone conversation whole: its system prompt, the question as its title, the call
+    // as recorded and the result the file did not give.
+    let (db, _, said) = import("drone_training.jsonl");
+    let first = said.lines().nth(1).unwrap().trim().to_string();
+    let o = common::hark(&db).args(["export", &first]).output().unwrap();
+    let exported: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        exported["session"]["system_prompt"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("controls a drone"),
+        "{exported}"
+    );
+    assert_eq!(
+        exported["session"]["title"],
+        "Let's get the drone in the air, how high should it go?"
+    );
+    let messages = exported["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 3, "{exported}");
+    assert_eq!(
+        messages[0]["text"],
+        "Let's get the drone in the air, how high should it go?"
+    );
+    let call = &messages[1]["tool_calls"][0];
+    assert_eq!(call["name"], "takeoff_drone");
+    assert_eq!(call["arguments"], r#"{"altitude": 100}"#);
+    assert_eq!(messages[2]["kind"], "tool_result");
+    assert_eq!(messages[2]["state"], "error");
+    assert_eq!(messages[2]["content"], "no result was recorded in the imported history");
+
+    for (file, holds) in [
+        ("dbpedia_samples.jsonl", r#"an object with keys ["category", "text"]"#),
+        (
+            "example_requests_to_parallel_process.jsonl",
+            r#"an object with keys ["input", "metadata", "model"]"#,
+        ),
+        (
+            "scifact_claims.jsonl",
+            r#"an object with keys ["cited_doc_ids", "claim", "evidence", "id"]"#,
+        ),
+        (
+            "guardrail_test_data.jsonl",
+            r#"an object with keys ["data", "expected_triggers", "id"]"#,
+        ),
+        (
+            "input_guardrail_test_data.jsonl",
+            r#"an object with keys ["data", "expected_triggers", "id"]"#,
+        ),
+    ] {
+        let (db, ok, said) = import(file);
+        assert!(!ok, "{file} imported: {said}");
+        assert!(
+            said.contains(&format!(
+                "line 1 is not a conversation ({holds}): Hark imports JSON Lines files"
+            )),
+            "{file}: {said}"
+        );
+        assert!(sessions(&db).is_empty(), "{file}: nothing is written");
+    }
+    let listed = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "jsonl"))
+        .count();
+    assert_eq!(listed, 7, "every file is tried");
 }

@@ -137,12 +137,12 @@ pub async fn export_session(
     Ok(Some(path.display().to_string()))
 }
 
-/// Imports a conversation file the user chooses as a new session, and opens it. `None`
-/// when the user cancelled.
+/// Imports a conversation file the user chooses as a new session (or, JSON Lines, a session
+/// for each conversation in it), and opens it (the first). `None` when the user cancelled.
 #[tauri::command]
 #[specta::specta]
 pub async fn import_session(app: AppHandle, state: State<'_, AppState>) -> CmdResult<Option<String>> {
-    let Some(path) = choose(&app, false, "", ("Conversation", &["json", "jsonc"])).await else {
+    let Some(path) = choose(&app, false, "", ("Conversation", &["json", "jsonc", "jsonl"])).await else {
         return Ok(None);
     };
     let p = path.clone();
@@ -150,9 +150,13 @@ pub async fn import_session(app: AppHandle, state: State<'_, AppState>) -> CmdRe
         .await
         .map_err(|e| CommandError::new(ErrorKind::Internal, e.to_string()))?
         .map_err(|e| CommandError::new(ErrorKind::Import, format!("cannot read {}: {e}", path.display())))?;
-    let (_, session) = import::parse(&text)?;
-    state.store()?.insert_session(&session)?;
-    crate::runtime::switch(&app, Some(session.meta.id.clone()))
-        .await
-        .map(Some)
+    let imported = import::parse_file(&text)?;
+    // A file of several conversations opens at its first; the rest are in the sidebar.
+    let first = imported
+        .sessions
+        .first()
+        .map(|s| s.meta.id.clone())
+        .ok_or(import::ImportError::Empty)?;
+    state.store()?.insert_sessions(&imported.sessions)?;
+    crate::runtime::switch(&app, Some(first)).await.map(Some)
 }

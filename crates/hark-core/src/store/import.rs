@@ -1,5 +1,6 @@
 //! Import (rule 13): Hark's own export, Deepgram Voice Agent `agent.context.messages`,
-//! and plain OpenAI or Anthropic message arrays.
+//! plain OpenAI or Anthropic message arrays, and JSON Lines of conversations (OpenAI's chat
+//! fine-tuning format: a `{"messages": [...]}` on each line, each a conversation of its own).
 //!
 //! Parsing is pure: it builds a new [`StoredSession`] or fails with an [`ImportError`] that
 //! names the problem and where it is. Imported messages without timestamps of their own are
@@ -26,6 +27,24 @@ pub enum ImportFormat {
     Deepgram,
     /// OpenAI Chat Completions or Anthropic Messages arrays (one reader handles both).
     ChatMessages,
+    /// JSON Lines: a conversation (`{"messages": [...]}`, read as [`ImportFormat::ChatMessages`])
+    /// on each line, as OpenAI's chat fine-tuning files hold them; each a session of its own.
+    ChatLines,
+}
+
+/// What an import file held: its format and its conversations, each a new session (one,
+/// but for [`ImportFormat::ChatLines`]).
+#[derive(Debug, Clone)]
+pub struct Imported {
+    pub format: ImportFormat,
+    pub sessions: Vec<StoredSession>,
+}
+
+impl Imported {
+    /// Every message of every conversation.
+    pub fn messages(&self) -> usize {
+        self.sessions.iter().map(|s| s.messages.len()).sum()
+    }
 }
 
 /// Why a file cannot be imported.
@@ -51,7 +70,20 @@ pub enum ImportError {
     Empty,
     #[error("the file is {size} bytes; Hark imports conversations of up to {limit} bytes")]
     TooLarge { size: u64, limit: u64 },
+    /// A JSON Lines file with a line that is no conversation (a dataset of another kind:
+    /// texts to classify, embedding requests, eval cases).
+    #[error(
+        "line {line} is not a conversation ({found}): Hark imports JSON Lines files that hold a \
+         conversation on each line, a \"messages\" list as in OpenAI's chat fine-tuning files"
+    )]
+    NotConversation { line: usize, found: String },
+    #[error("the file holds {count} conversations; Hark imports up to {limit} from one file, so split it")]
+    TooMany { count: usize, limit: usize },
 }
+
+/// The most conversations Hark takes from one file: each becomes a conversation in the
+/// sidebar, and a file of more is a dataset, not someone's conversations.
+pub const MAX_CONVERSATIONS: usize = 1_000;
 
 /// The largest file Hark imports: a conversation of 10,000 turns exports to about 9 MB, so
 /// this leaves room for seven times that while a stray video or disk image is refused
@@ -91,22 +123,98 @@ fn invalid(path: impl Into<String>, problem: impl Into<String>) -> ImportError {
     }
 }
 
-/// Parses an import file into a new session (fresh session id, never an existing one).
-pub fn parse(text: &str) -> Result<(ImportFormat, StoredSession), ImportError> {
-    if text.len() as u64 > MAX_BYTES {
-        return Err(ImportError::TooLarge {
-            size: text.len() as u64,
-            limit: MAX_BYTES,
+/// Parses an import file into its conversations, each a new session (fresh ids, never an
+/// existing one's): one, or one per line of a JSON Lines file ([`ImportFormat::ChatLines`]).
+/// A file of several JSON values one after another is read as JSON Lines, however its
+/// values are laid out; one line that is not a conversation refuses the whole file.
+pub fn parse_file(text: &str) -> Result<Imported, ImportError> {
+    let cleaned = prepared(text)?;
+    let mut values: Vec<(usize, Value)> = Vec::new();
+    let mut stream = serde_json::Deserializer::from_str(&cleaned).into_iter::<Value>();
+    // The line where the next value starts (after the whitespace before it), counted on
+    // from where the last one started.
+    let (mut counted, mut line) = (0, 1);
+    loop {
+        let from = stream.byte_offset();
+        let start = from + (cleaned[from..].len() - cleaned[from..].trim_start().len());
+        line += cleaned[counted..start].matches('\n').count();
+        counted = start;
+        match stream.next() {
+            Some(Ok(v)) => values.push((line, v)),
+            // One value or none: the single-conversation reader says what is wrong.
+            Some(Err(_)) | None if values.len() <= 1 => break,
+            None => break,
+            Some(Err(e)) => return Err(syntax(&e)),
+        }
+    }
+    if values.len() <= 1 {
+        let (format, session) = parse(text)?;
+        return Ok(Imported {
+            format,
+            sessions: vec![session],
         });
     }
-    // Editors on Windows save JSON with a byte-order mark; it is not part of the text.
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let cleaned = strip_json_comments(text);
-    let value: Value = serde_json::from_str(&cleaned).map_err(|e| ImportError::Syntax {
-        line: e.line(),
-        column: e.column(),
-        message: e.to_string().split(" at line").next().unwrap_or_default().to_string(),
-    })?;
+    // A dataset of another kind is said to be so, however long.
+    conversation_line(values[0].0, &values[0].1)?;
+    if values.len() > MAX_CONVERSATIONS {
+        return Err(ImportError::TooMany {
+            count: values.len(),
+            limit: MAX_CONVERSATIONS,
+        });
+    }
+    let sessions = values
+        .iter()
+        .map(|(line, value)| conversation_line(*line, value))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Imported {
+        format: ImportFormat::ChatLines,
+        sessions,
+    })
+}
+
+/// One line of a JSON Lines file: a conversation, `{"messages": [...]}` (with the line's
+/// other keys, `tools` and `parallel_tool_calls` of a fine-tuning file, not Hark's to keep).
+/// A problem in it is named with its line.
+fn conversation_line(line: usize, value: &Value) -> Result<StoredSession, ImportError> {
+    let on_line = |e: ImportError| match e {
+        ImportError::Invalid { path, problem } => invalid(format!("line {line}: {path}"), problem),
+        ImportError::Empty => invalid(format!("line {line}"), "holds no messages"),
+        other => other,
+    };
+    let msgs = match value {
+        Value::Object(o) if o.get("messages").is_some_and(Value::is_array) => &o["messages"],
+        Value::Object(o) => {
+            let keys: Vec<&str> = o.keys().map(String::as_str).take(6).collect();
+            return Err(ImportError::NotConversation {
+                line,
+                found: format!("an object with keys {keys:?}"),
+            });
+        }
+        other => {
+            return Err(ImportError::NotConversation {
+                line,
+                found: type_name(other).to_string(),
+            })
+        }
+    };
+    let mut session = parse_chat(msgs, value.get("system"), "messages").map_err(on_line)?;
+    if session.messages.is_empty() {
+        return Err(on_line(ImportError::Empty));
+    }
+    check_record(&session).map_err(on_line)?;
+    session.meta.title = session
+        .messages
+        .iter()
+        .find(|m| m.is_user())
+        .map(|m| title_of(m.text()));
+    Ok(session)
+}
+
+/// Parses an import file of one conversation into a new session (fresh session id, never
+/// an existing one). [`parse_file`] reads files of several as well.
+pub fn parse(text: &str) -> Result<(ImportFormat, StoredSession), ImportError> {
+    let cleaned = prepared(text)?;
+    let value: Value = serde_json::from_str(&cleaned).map_err(|e| syntax(&e))?;
     let (format, mut session) = match &value {
         Value::Object(o) if o.get("format").is_some() => (ImportFormat::Hark, parse_hark(&value)?),
         Value::Object(o) if o.get("agent").is_some() => {
@@ -148,6 +256,27 @@ pub fn parse(text: &str) -> Result<(ImportFormat, StoredSession), ImportError> {
             .map(|m| title_of(m.text()));
     }
     Ok((format, session))
+}
+
+/// An import file's text as it is parsed: refused over [`MAX_BYTES`], without a byte-order
+/// mark (editors on Windows save JSON with one; it is not part of the text) or comments.
+fn prepared(text: &str) -> Result<String, ImportError> {
+    if text.len() as u64 > MAX_BYTES {
+        return Err(ImportError::TooLarge {
+            size: text.len() as u64,
+            limit: MAX_BYTES,
+        });
+    }
+    Ok(strip_json_comments(text.strip_prefix('\u{feff}').unwrap_or(text)))
+}
+
+/// A JSON syntax error, with its line and column.
+fn syntax(e: &serde_json::Error) -> ImportError {
+    ImportError::Syntax {
+        line: e.line(),
+        column: e.column(),
+        message: e.to_string().split(" at line").next().unwrap_or_default().to_string(),
+    }
 }
 
 fn type_name(v: &Value) -> &'static str {

@@ -604,17 +604,25 @@ impl Store {
 
     /// Writes a whole session (an import) in one transaction: all of it or nothing.
     pub fn insert_session(&self, session: &StoredSession) -> Result<(), StoreError> {
+        self.insert_sessions(std::slice::from_ref(session))
+    }
+
+    /// Writes whole sessions (the conversations of one imported file) in one transaction:
+    /// all of them or none.
+    pub fn insert_sessions(&self, sessions: &[StoredSession]) -> Result<(), StoreError> {
         let mut conn = self.lock();
         let tx = conn.transaction()?;
-        insert_session(&tx, &session.meta)?;
-        {
-            let mut stmt = tx.prepare_cached(INSERT_MESSAGE)?;
-            for (seq, m) in session.messages.iter().enumerate() {
-                stmt.execute(message_params(&session.meta.id, seq, m)?)?;
+        for session in sessions {
+            insert_session(&tx, &session.meta)?;
+            {
+                let mut stmt = tx.prepare_cached(INSERT_MESSAGE)?;
+                for (seq, m) in session.messages.iter().enumerate() {
+                    stmt.execute(message_params(&session.meta.id, seq, m)?)?;
+                }
             }
-        }
-        if let Some(s) = &session.summary {
-            insert_summary(&tx, &session.meta.id, s)?;
+            if let Some(s) = &session.summary {
+                insert_summary(&tx, &session.meta.id, s)?;
+            }
         }
         tx.commit()?;
         drop(conn);

@@ -1,5 +1,5 @@
 use super::export::{self, to_json, to_markdown};
-use super::import::{parse, strip_json_comments, ImportError, ImportFormat};
+use super::import::{parse, parse_file, strip_json_comments, ImportError, ImportFormat, MAX_CONVERSATIONS};
 use super::*;
 use crate::conversation::{AssistantMessage, MessageKind, PromptMessage, ToolCall, ToolState, Usage};
 
@@ -301,6 +301,70 @@ fn rule13_anthropic_server_tools_import_as_call_and_result_and_an_unknown_block_
         err.to_string()
             .contains("[0].content[0].type: a content block without a type"),
         "{err}"
+    );
+}
+
+/// Rule 13, JSON Lines (OpenAI's chat fine-tuning files): a conversation on each line, each
+/// a session of its own, written in one transaction; a problem is named with its line, and
+/// one bad line refuses the whole file.
+#[test]
+fn rule13_json_lines_import_a_conversation_a_line_and_name_the_line_of_a_problem() {
+    let lines = concat!(
+        r#"{"messages": [{"role": "system", "content": "Be terse."}, {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}]}"#,
+        "\n",
+        r#"{"messages": [{"role": "user", "content": "Fly up"}, {"role": "assistant", "tool_calls": [{"id": "call_id", "type": "function", "function": {"name": "takeoff", "arguments": "{}"}}]}], "tools": [], "parallel_tool_calls": false}"#,
+        "\n"
+    );
+    let imported = parse_file(lines).unwrap();
+    assert_eq!(imported.format, ImportFormat::ChatLines);
+    assert_eq!(imported.sessions.len(), 2);
+    assert_eq!(imported.messages(), 5);
+    let (a, b) = (&imported.sessions[0], &imported.sessions[1]);
+    assert_eq!(a.meta.system_prompt, "Be terse.");
+    assert_eq!(a.meta.title.as_deref(), Some("Hi"));
+    assert_eq!(b.meta.title.as_deref(), Some("Fly up"));
+    assert_ne!(a.meta.id, b.meta.id);
+    // The same call id on two lines is no clash: each line is its own conversation.
+    let again = format!("{lines}{}", lines.lines().nth(1).unwrap());
+    assert_eq!(parse_file(&again).unwrap().sessions.len(), 3);
+    let store = Store::open_in_memory().unwrap();
+    store.insert_sessions(&imported.sessions).unwrap();
+    assert_eq!(store.list_sessions().unwrap().len(), 2);
+    assert_eq!(store.load_session(&b.meta.id).unwrap().messages.len(), 3);
+
+    // One conversation, or a pretty-printed one: read as before.
+    let one = parse_file(lines.lines().next().unwrap()).unwrap();
+    assert_eq!((one.format, one.sessions.len()), (ImportFormat::ChatMessages, 1));
+
+    let cases: Vec<(String, &str)> = vec![
+        (
+            format!("{lines}{}\n", r#"{"messages": [{"role": "bot", "content": "hi"}]}"#),
+            "line 3: messages[0].role: must be system, developer, user, assistant or tool",
+        ),
+        (
+            format!("{lines}\n\n{}\n", r#"{"messages": []}"#),
+            "line 5: holds no messages",
+        ),
+        (
+            format!("{lines}{}\n", r#"{"messages": [{"role": "user", "content": "x"}"#),
+            "not valid JSON: EOF while parsing",
+        ),
+        (
+            format!("{}\n{lines}", r#"{"text": "a", "category": "b"}"#),
+            r#"line 1 is not a conversation (an object with keys ["category", "text"])"#,
+        ),
+        (format!("{lines}[1, 2]\n"), "line 3 is not a conversation (an array)"),
+    ];
+    for (text, expected) in &cases {
+        let err = parse_file(text).unwrap_err();
+        assert!(
+            err.to_string().contains(expected),
+            "{text}\n→ {err}\n  (expected to mention {expected:?})"
+        );
+    }
+    let many = "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}]}\n".repeat(MAX_CONVERSATIONS + 1);
+    assert!(
+        matches!(parse_file(&many).unwrap_err(), ImportError::TooMany { count, .. } if count == MAX_CONVERSATIONS + 1)
     );
 }
 
