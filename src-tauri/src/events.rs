@@ -229,8 +229,28 @@ pub enum AppEvent {
     /// turned: the tray, the shortcut, or a start that could not open the microphone).
     HandsFree { on: bool },
     /// The push-to-talk shortcut as the window should write it now: the keys the desktop
-    /// assigned through its GlobalShortcuts portal (issue 48).
-    Shortcut { label: String },
+    /// assigned through its GlobalShortcuts portal (issue 48); and, when the desktop gives
+    /// Hark no global shortcut, what to bind instead (`None` once it does).
+    Shortcut {
+        label: String,
+        unavailable: Option<NoGlobalShortcuts>,
+    },
+}
+
+/// The desktop gives Hark no global shortcut (issue 48: a Wayland session with no
+/// GlobalShortcuts portal, or one that refused): its keys work only while its window has
+/// focus, and a key the user binds in the desktop's own settings to Hark's `--toggle` is
+/// the way to talk from anywhere. The window says so in its language, with these facts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, specta::Type)]
+pub struct NoGlobalShortcuts {
+    /// The desktop refused them (`true`), or offers none.
+    pub refused: bool,
+    /// The desktop in use, for the steps (`XDG_CURRENT_DESKTOP`): "gnome", "kde", "sway",
+    /// "hyprland" or "other".
+    pub desktop: String,
+    /// What to paste where the steps say: the command (`/usr/bin/hark-app --toggle`), or,
+    /// for Sway and Hyprland, the configuration line that binds it to Ctrl+Shift+Space.
+    pub paste: String,
 }
 
 #[cfg(test)]

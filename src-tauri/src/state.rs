@@ -124,6 +124,8 @@ pub struct AppState {
     /// The push-to-talk keys the desktop assigned through its GlobalShortcuts portal (issue
     /// 48), as it describes them: the window shows these rather than the setting's.
     pub assigned_shortcut: Mutex<Option<String>>,
+    /// The desktop gives Hark no global shortcut, and what to bind instead (issue 48).
+    pub no_global_shortcuts: Mutex<Option<crate::events::NoGlobalShortcuts>>,
     /// Changes of status go to the tray (and the overlay's visibility) through this.
     on_status: Box<dyn Fn(&Status) + Send + Sync>,
 }
@@ -155,6 +157,7 @@ impl AppState {
             mic_check: Mutex::new(None),
             logs,
             assigned_shortcut: Mutex::new(None),
+            no_global_shortcuts: Mutex::new(None),
             on_status,
         }
     }

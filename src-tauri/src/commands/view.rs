@@ -33,6 +33,8 @@ pub struct Snapshot {
     pub download: Option<Download>,
     /// The push-to-talk shortcut as this platform writes it (`Ctrl+Shift+Space`, `⌘⇧Space`).
     pub shortcut_label: String,
+    /// The desktop gives Hark no global shortcut: what to bind instead (issue 48).
+    pub no_global_shortcuts: Option<crate::events::NoGlobalShortcuts>,
     /// "linux", "macos" or "windows".
     pub platform: String,
     /// The UI language in effect: the setting, else the system's (`i18n::resolve`).
@@ -58,6 +60,7 @@ pub async fn snapshot(state: &AppState) -> Snapshot {
         shortcut_label: lock(&state.assigned_shortcut)
             .clone()
             .unwrap_or_else(|| label(&settings.shortcut, Platform::current())),
+        no_global_shortcuts: lock(&state.no_global_shortcuts).clone(),
         onboarding: !settings.onboarded && !matches!(state.status(), Status::Fatal { .. }),
         session_id,
         panel: latest.panel,

@@ -9,8 +9,9 @@
 //!
 //! Owns: whether the portal is used (`wanted`), a setting's accelerator as a portal trigger
 //! (`trigger`), the portal session, its binding again when Settings change (`rebind`), the
-//! keys the desktop assigned to push-to-talk (shown in the window), and a plain word when
-//! there is no portal. Spoken
+//! keys the desktop assigned to push-to-talk (shown in the window), and, when there is no
+//! portal or the desktop refused, what to bind instead (`no_global_shortcuts`: the window
+//! says it in its language). Spoken
 //! through `ashpd` with its async-io flavour: its tokio flavour would switch the app's
 //! one zbus 5 to tokio, under which tauri-plugin-single-instance's blocking D-Bus call at
 //! start-up panics ("Cannot start a runtime from within a runtime").
@@ -19,13 +20,11 @@ use std::sync::Arc;
 
 use ashpd::desktop::global_shortcuts::{GlobalShortcuts, NewShortcut};
 use futures_util::StreamExt;
-use hark_core::error::ErrorKind;
 use tauri::{AppHandle, Manager};
 use tokio::sync::Notify;
 
 use super::{label, Action, Platform};
-use crate::error::CommandError;
-use crate::events::AppEvent;
+use crate::events::{AppEvent, NoGlobalShortcuts};
 use crate::settings::AppSettings;
 use crate::state::{lock, AppState};
 
@@ -157,7 +156,13 @@ pub fn start(app: &AppHandle, on: OnShortcut) {
                 Ok(()) => continue,
                 Err(e) => {
                     tracing::warn!("no global shortcuts through the desktop's portal: {e}");
-                    app.state::<AppState>().problem(unavailable(&e));
+                    let state = app.state::<AppState>();
+                    let instead = no_global_shortcuts(&e);
+                    *lock(&state.no_global_shortcuts) = Some(instead.clone());
+                    state.emit(AppEvent::Shortcut {
+                        label: label(&state.settings().shortcut, Platform::current()),
+                        unavailable: Some(instead),
+                    });
                     // A change in Settings tries again.
                     portal.rebind.notified().await;
                 }
@@ -226,8 +231,10 @@ async fn session(app: &AppHandle, portal: &Portal, on: OnShortcut) -> Result<(),
         .map(|(_, k)| k.clone())
         .filter(|k| !k.is_empty());
     *lock(&state.assigned_shortcut) = ptt.clone();
+    *lock(&state.no_global_shortcuts) = None;
     state.emit(AppEvent::Shortcut {
         label: ptt.unwrap_or_else(|| label(&settings.shortcut, Platform::current())),
+        unavailable: None,
     });
     let action_of = |id: &str| IDS.iter().find(|(_, i)| *i == id).map(|(a, _)| *a);
     loop {
@@ -250,35 +257,48 @@ async fn session(app: &AppHandle, portal: &Portal, on: OnShortcut) -> Result<(),
     }
 }
 
-/// The banner when the desktop offers no global shortcuts: what to bind instead, for the
-/// desktop in use (`XDG_CURRENT_DESKTOP`).
-fn unavailable(e: &ashpd::Error) -> CommandError {
-    let refused = matches!(e, ashpd::Error::Response(_));
-    let message = if refused {
-        "the desktop did not allow Hark's global shortcuts".to_string()
-    } else {
-        "this desktop offers apps no global shortcuts (no GlobalShortcuts portal), so Hark's shortcut works only in its window".to_string()
-    };
+/// What to bind instead when the desktop gives Hark no global shortcut (`e` says why): the
+/// desktop in use (`XDG_CURRENT_DESKTOP`) and what to paste in its settings, for the window
+/// to say in its language.
+fn no_global_shortcuts(e: &ashpd::Error) -> NoGlobalShortcuts {
     let exe = std::env::current_exe()
         .ok()
         .map(|p| p.display().to_string())
         .unwrap_or_else(|| "hark-app".into());
-    let command = format!("{exe} --toggle");
-    let desktop = std::env::var("XDG_CURRENT_DESKTOP")
-        .unwrap_or_default()
-        .to_ascii_lowercase();
-    let next = if desktop.contains("gnome") {
-        format!("in GNOME Settings → Keyboard → Keyboard Shortcuts → Custom Shortcuts, add one with the command `{command}` (a press starts, the next one stops)")
-    } else if desktop.contains("kde") {
-        format!("in System Settings → Keyboard → Shortcuts → Add New → Command or Script, add `{command}` (a press starts, the next one stops)")
-    } else if desktop.contains("sway") {
-        format!("add `bindsym Ctrl+Shift+space exec {command}` to ~/.config/sway/config (a press starts, the next one stops)")
-    } else if desktop.contains("hyprland") {
-        format!("add `bind = CTRL SHIFT, space, exec, {command}` to ~/.config/hypr/hyprland.conf (a press starts, the next one stops)")
+    instead(
+        matches!(e, ashpd::Error::Response(_)),
+        &std::env::var("XDG_CURRENT_DESKTOP").unwrap_or_default(),
+        &exe,
+    )
+}
+
+/// [`no_global_shortcuts`], of the desktop named as `XDG_CURRENT_DESKTOP` names it
+/// (`ubuntu:GNOME`, `KDE`, `sway`, `Hyprland`) and Hark's program at `exe`.
+fn instead(refused: bool, current_desktop: &str, exe: &str) -> NoGlobalShortcuts {
+    // A path with a space (an AppImage in "My Apps") is one word to the desktop's shell.
+    let exe = if exe.contains(char::is_whitespace) {
+        format!("'{}'", exe.replace('\'', r"'\''"))
     } else {
-        format!("bind `{command}` to a key in the desktop's keyboard settings (a press starts, the next one stops)")
+        exe.to_string()
     };
-    CommandError::new(ErrorKind::Shortcut, message).with_next_step(next)
+    let command = format!("{exe} --toggle");
+    let names = current_desktop.to_ascii_lowercase();
+    let (desktop, paste) = if names.contains("gnome") {
+        ("gnome", command)
+    } else if names.contains("kde") {
+        ("kde", command)
+    } else if names.contains("sway") {
+        ("sway", format!("bindsym Ctrl+Shift+space exec {command}"))
+    } else if names.contains("hyprland") {
+        ("hyprland", format!("bind = CTRL SHIFT, space, exec, {command}"))
+    } else {
+        ("other", command)
+    };
+    NoGlobalShortcuts {
+        refused,
+        desktop: desktop.into(),
+        paste,
+    }
 }
 
 #[cfg(test)]
@@ -295,5 +315,30 @@ mod tests {
         assert_eq!(trigger("Alt+Digit1"), "ALT+1");
         assert_eq!(trigger("Control+ArrowUp"), "CTRL+Up");
         assert_eq!(trigger("Shift+PageDown"), "SHIFT+Page_Down");
+    }
+
+    /// With no global shortcut, what to bind instead: the desktop told by
+    /// `XDG_CURRENT_DESKTOP`, and the exact command or configuration line to paste.
+    #[test]
+    fn with_no_global_shortcut_the_desktop_s_way_to_bind_the_toggle() {
+        let gnome = instead(false, "ubuntu:GNOME", "/usr/bin/hark-app");
+        assert_eq!(
+            (gnome.desktop.as_str(), gnome.paste.as_str()),
+            ("gnome", "/usr/bin/hark-app --toggle")
+        );
+        assert!(!gnome.refused);
+        assert_eq!(instead(true, "KDE", "/usr/bin/hark-app").desktop, "kde");
+        assert!(instead(true, "KDE", "/usr/bin/hark-app").refused);
+        assert_eq!(
+            instead(false, "sway", "/usr/bin/hark-app").paste,
+            "bindsym Ctrl+Shift+space exec /usr/bin/hark-app --toggle"
+        );
+        assert_eq!(
+            instead(false, "Hyprland", "/opt/Hark/hark-app").paste,
+            "bind = CTRL SHIFT, space, exec, /opt/Hark/hark-app --toggle"
+        );
+        let other = instead(false, "", "/home/sam/My Apps/Hark.AppImage");
+        assert_eq!(other.desktop, "other");
+        assert_eq!(other.paste, "'/home/sam/My Apps/Hark.AppImage' --toggle");
     }
 }

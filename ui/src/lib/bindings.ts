@@ -322,8 +322,8 @@ async exportSession(id: string | null, format: ExportFormat) : Promise<Result<st
 }
 },
 /**
- * Imports a conversation file the user chooses as a new session, and opens it. `None`
- * when the user cancelled.
+ * Imports a conversation file the user chooses as a new session (or, JSON Lines, a session
+ * for each conversation in it), and opens it (the first). `None` when the user cancelled.
  */
 async importSession() : Promise<Result<string | null, CommandError>> {
     try {
@@ -693,9 +693,10 @@ export type AppEvent =
 { type: "hands_free"; on: boolean } | 
 /**
  * The push-to-talk shortcut as the window should write it now: the keys the desktop
- * assigned through its GlobalShortcuts portal (issue 48).
+ * assigned through its GlobalShortcuts portal (issue 48); and, when the desktop gives
+ * Hark no global shortcut, what to bind instead (`None` once it does).
  */
-{ type: "shortcut"; label: string }
+{ type: "shortcut"; label: string; unavailable: NoGlobalShortcuts | null }
 /**
  * Everything the Settings view edits.
  */
@@ -1207,6 +1208,27 @@ export type ModelKind =
  */
 export type ModelsView = { dir: string; models: ModelInfo[]; disk_use: number }
 /**
+ * The desktop gives Hark no global shortcut (issue 48: a Wayland session with no
+ * GlobalShortcuts portal, or one that refused): its keys work only while its window has
+ * focus, and a key the user binds in the desktop's own settings to Hark's `--toggle` is
+ * the way to talk from anywhere. The window says so in its language, with these facts.
+ */
+export type NoGlobalShortcuts = { 
+/**
+ * The desktop refused them (`true`), or offers none.
+ */
+refused: boolean; 
+/**
+ * The desktop in use, for the steps (`XDG_CURRENT_DESKTOP`): "gnome", "kde", "sway",
+ * "hyprland" or "other".
+ */
+desktop: string; 
+/**
+ * What to paste where the steps say: the command (`/usr/bin/hark-app --toggle`), or,
+ * for Sway and Hyprland, the configuration line that binds it to Ctrl+Shift+Space.
+ */
+paste: string }
+/**
  * Why an utterance does not make a turn.
  */
 export type NoTurn = 
@@ -1392,6 +1414,10 @@ download: Download | null;
  * The push-to-talk shortcut as this platform writes it (`Ctrl+Shift+Space`, `⌘⇧Space`).
  */
 shortcut_label: string; 
+/**
+ * The desktop gives Hark no global shortcut: what to bind instead (issue 48).
+ */
+no_global_shortcuts: NoGlobalShortcuts | null; 
 /**
  * "linux", "macos" or "windows".
  */

@@ -295,7 +295,10 @@ function onEvent(e: AppEvent): void {
       if (app.snapshot) app.snapshot.settings.hands_free = e.on;
       break;
     case "shortcut":
-      if (app.snapshot) app.snapshot.shortcut_label = e.label;
+      if (app.snapshot) {
+        app.snapshot.shortcut_label = e.label;
+        app.snapshot.no_global_shortcuts = e.unavailable;
+      }
       break;
   }
 }
