@@ -148,23 +148,7 @@ pub fn label(accelerator: &str, platform: Platform) -> String {
 /// shortcut the system refuses (taken by another app, not a valid combination) is
 /// refused with the reason, and the previous one stays active.
 pub fn replace(app: &AppHandle, new: &str, old: Option<&str>) -> Result<(), CommandError> {
-    // Through the desktop's portal the desktop binds it (`rebound`, once saved); here it
-    // need only be keys.
-    #[cfg(target_os = "linux")]
-    if portal::wanted() {
-        return new.parse::<Shortcut>().map(|_| ()).map_err(|e| {
-            CommandError::new(
-                ErrorKind::Shortcut,
-                format!("the shortcut {} cannot be used: {e}", label(new, Platform::current())),
-            )
-            .with_next_step("pick another shortcut in Settings, or use the button")
-        });
-    }
-    let gs = app.global_shortcut();
-    if old == Some(new) && gs.is_registered(new) {
-        return Ok(());
-    }
-    gs.register(new).map_err(|e| {
+    let refused = |e: &dyn std::fmt::Display, old: Option<&str>| {
         CommandError::new(
             ErrorKind::Shortcut,
             format!("the shortcut {} cannot be used: {e}", label(new, Platform::current())),
@@ -176,7 +160,18 @@ pub fn replace(app: &AppHandle, new: &str, old: Option<&str>) -> Result<(), Comm
             ),
             None => "pick another shortcut in Settings, or use the button".to_string(),
         })
-    })?;
+    };
+    // Through the desktop's portal the desktop binds it (`rebound`, once saved); here it
+    // need only be keys.
+    #[cfg(target_os = "linux")]
+    if portal::wanted() {
+        return new.parse::<Shortcut>().map(|_| ()).map_err(|e| refused(&e, None));
+    }
+    let gs = app.global_shortcut();
+    if old == Some(new) && gs.is_registered(new) {
+        return Ok(());
+    }
+    gs.register(new).map_err(|e| refused(&e, old))?;
     if let Some(o) = old.filter(|o| *o != new) {
         let _ = gs.unregister(o);
     }

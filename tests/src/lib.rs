@@ -983,6 +983,39 @@ pub fn recorded(vendor: &str, file: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// Every file `tests/recorded/README.md` lists (its path under `tests/recorded/`), with the
+/// sha256 listed for it: the vendor's file, as copied.
+pub fn recorded_listed() -> Vec<(String, String)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("recorded");
+    let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    readme
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .map(|line| {
+            let cells: Vec<&str> = line.split('|').map(|c| c.trim().trim_matches('`')).collect();
+            (cells[1].to_string(), cells[2].to_string())
+        })
+        .collect()
+}
+
+/// A recorded file's bytes (`path` under `tests/recorded/`), the vendor's unchanged: their
+/// sha256 is the one `tests/recorded/README.md` lists, or this panics.
+pub fn recorded_bytes(path: &str) -> Vec<u8> {
+    use sha2::Digest;
+    let listed = recorded_listed()
+        .into_iter()
+        .find(|(file, _)| file == path)
+        .map(|(_, sha)| sha)
+        .unwrap_or_else(|| panic!("{path} is not listed in tests/recorded/README.md"));
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("recorded")
+        .join(path);
+    let bytes = std::fs::read(&file).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let got = format!("{:x}", sha2::Sha256::digest(&bytes));
+    assert_eq!(got, listed, "{path} differs from the vendor's file");
+    bytes
+}
+
 /// The offline whisper model that `scripts/fetch-models.sh` puts in `HARK_MODELS_DIR`.
 /// Its absence fails the test: a test that needs it is `#[ignore]`d unless run by
 /// `scripts/test.sh`, which fetches it.

@@ -25,7 +25,6 @@
 //!   answers that request with the recording's data chunk, byte for byte, under the recorded
 //!   response's headers. Expected: every sample, at the rate the recording's header gives.
 
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -85,32 +84,10 @@ const SPEAK: &[&str] = &[
 /// `characters` counts it).
 const SPOKEN: &str = "Hello, world.";
 
-fn recorded_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("recorded")
-}
-
-/// The sha256 `tests/recorded/README.md` lists for `file` (a path under `tests/recorded/`).
-fn listed_sha256(file: &str) -> String {
-    let readme = std::fs::read_to_string(recorded_dir().join("README.md")).unwrap();
-    readme
-        .lines()
-        .filter(|l| l.starts_with("| `"))
-        .find_map(|line| {
-            let cells: Vec<&str> = line.split('|').map(|c| c.trim().trim_matches('`')).collect();
-            (cells[1] == file).then(|| cells[2].to_string())
-        })
-        .unwrap_or_else(|| panic!("{file} is not listed in tests/recorded/README.md"))
-}
-
 /// A recorded file's bytes (`file` under `deepgram-python-sdk/`), the vendor's unchanged:
 /// their sha256 is the one the README lists.
 fn recorded_bytes(file: &str) -> Vec<u8> {
-    use sha2::Digest;
-    let path = format!("{VENDOR}/{file}");
-    let bytes = std::fs::read(recorded_dir().join(&path)).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let got = format!("{:x}", sha2::Sha256::digest(&bytes));
-    assert_eq!(got, listed_sha256(&path), "{path} differs from the vendor's file");
-    bytes
+    hark_e2e::recorded_bytes(&format!("{VENDOR}/{file}"))
 }
 
 fn recorded_json(file: &str) -> Value {

@@ -171,16 +171,12 @@ pub fn start(app: &AppHandle, on: OnShortcut) {
     });
 }
 
-/// Binds the shortcuts again (Settings changed them). Returns whether the portal is in use.
-pub fn rebind(app: &AppHandle) -> bool {
-    match app.try_state::<Arc<Portal>>() {
-        Some(p) => {
-            // Until the desktop says which keys it assigned now, the window shows the setting's.
-            *lock(&app.state::<AppState>().assigned_shortcut) = None;
-            p.rebind.notify_one();
-            true
-        }
-        None => false,
+/// Binds the shortcuts again (Settings changed them), if the portal is in use.
+pub fn rebind(app: &AppHandle) {
+    if let Some(p) = app.try_state::<Arc<Portal>>() {
+        // Until the desktop says which keys it assigned now, the window shows the setting's.
+        *lock(&app.state::<AppState>().assigned_shortcut) = None;
+        p.rebind.notify_one();
     }
 }
 
