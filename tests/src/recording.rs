@@ -20,6 +20,10 @@ pub fn record(path: &Path) -> Recording {
             "--file-format=wav",
             "--rate=16000",
             "--channels=1",
+            // Delivered every 20 ms, not in parecord's default fragments of up to two
+            // seconds: a recording stopped (SIGINT) right after a sound holds all of it (the
+            // tray test's stop cue came out as 0.19 of a cue in a CI run).
+            "--latency-msec=20",
         ])
         .arg(path)
         .stdout(Stdio::null())
